@@ -1,0 +1,5 @@
+import sys
+
+from embtie.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``embtie`` command line (see ``embtie.cli``)."""

@@ -1,0 +1,98 @@
+"""Where datasets live, and reading them safely: checksums verified, missing files named clearly.
+
+The data root is ``$EMBTIE_DATA`` when set, else ``../shared/data`` next to the repository checkout
+(the layout of this project's machines), else ``./data``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from embtie.errors import DataError
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def data_root() -> Path:
+    """The folder that holds ptb/, wikitext-2/, multi30k/, iwslt14/, wordsim/."""
+    env = os.environ.get("EMBTIE_DATA")
+    if env:
+        root = Path(env).expanduser()
+        if not root.is_dir():
+            raise DataError(f"EMBTIE_DATA={env} is not a folder; point it at the folder holding ptb/, multi30k/, ...")
+        return root
+    for cand in (_REPO_ROOT.parent / "shared" / "data", Path.cwd() / "data"):
+        if cand.is_dir():
+            return cand
+    raise DataError("no data root found; set EMBTIE_DATA to the folder holding ptb/, wikitext-2/, multi30k/, ...")
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file of a dataset: its path under the data root and the sha256 of the file as stored."""
+
+    relpath: str
+    sha256: str | None = None
+
+    def path(self, root: Path | None = None) -> Path:
+        return (root or data_root()) / self.relpath
+
+
+_VERIFIED: set[tuple[str, int, float]] = set()
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(path: Path, sha256: str | None) -> None:
+    """Raise DataError if ``path`` is missing or its sha256 differs (verified once per process)."""
+    if not path.is_file():
+        raise DataError(f"missing data file {path}; check EMBTIE_DATA (now {data_root_hint()})")
+    if sha256 is None:
+        return
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime)
+    if key in _VERIFIED:
+        return
+    got = sha256_of(path)
+    if got != sha256:
+        raise DataError(
+            f"corrupted data file {path}: sha256 {got[:12]}... != expected {sha256[:12]}...; "
+            "restore it from its source (see SOURCE.md beside it)"
+        )
+    _VERIFIED.add(key)
+
+
+def data_root_hint() -> str:
+    return os.environ.get("EMBTIE_DATA", "unset")
+
+
+def read_text(path: Path, sha256: str | None = None) -> str:
+    """The whole text of a (possibly gzipped) UTF-8 file, after verifying its checksum when given."""
+    verify(path, sha256)
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return path.read_text(encoding="utf-8")
+
+
+def read_lines(path: Path, sha256: str | None = None) -> list[str]:
+    """Lines of a text file without their line endings (CRLF tolerated)."""
+    return [line.rstrip("\r") for line in read_text(path, sha256).splitlines()]
+
+
+def user_file(path: str | os.PathLike[str], what: str) -> Path:
+    """A file the user named on the command line; a clear error when it does not exist."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError(f"{what} {p} does not exist; give the path of an existing text file")
+    return p

@@ -1,0 +1,97 @@
+"""Word-level language-modelling corpora (PTB, WikiText-2) and their vocabulary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from embtie.data.files import DataFile, data_root, read_text, user_file
+from embtie.errors import DataError
+
+EOS = "<eos>"
+UNK = "<unk>"
+
+LM_DATASETS: dict[str, dict[str, DataFile]] = {
+    "ptb": {
+        "train": DataFile("ptb/ptb.train.txt.gz", "270e0c1de69c076ee9be3fb389e0a6a3c849a03664d9a05550c6a98afd63bf4e"),
+        "valid": DataFile("ptb/ptb.valid.txt", "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2"),
+    },
+    "wikitext-2": {
+        "train": DataFile(
+            "wikitext-2/train.txt.gz", "0c202e0b5d919429261b7291d9b5998f0db680c0a6700c0ff2a886d0abe055d4"
+        ),
+        "valid": DataFile("wikitext-2/valid.txt", "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8"),
+    },
+}
+
+
+def tokenize_lines(text: str) -> list[str]:
+    """Whitespace tokens with ``<eos>`` after every line (the PTB / WikiText convention)."""
+    out: list[str] = []
+    for line in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
+        out.extend(line.split())
+        out.append(EOS)
+    return out
+
+
+@dataclass
+class Vocab:
+    """Word vocabulary: ids ordered by descending train frequency (ties by first occurrence)."""
+
+    itos: list[str]
+    counts: list[int] = field(default_factory=list)
+    """train frequency of each id (for diagnostics: norm vs frequency, rare words)."""
+
+    def __post_init__(self) -> None:
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    @classmethod
+    def from_tokens(cls, tokens: list[str]) -> Vocab:
+        c = Counter(tokens)
+        order = sorted(c, key=lambda w: -c[w])  # sorted() is stable: ties keep first-occurrence order
+        return cls(order, [c[w] for w in order])
+
+    def encode(self, tokens: list[str]) -> torch.Tensor:
+        """(N,) long ids; unknown words map to ``<unk>`` (an error if the vocabulary has none)."""
+        unk = self.stoi.get(UNK)
+        ids = []
+        for w in tokens:
+            i = self.stoi.get(w, unk)
+            if i is None:
+                raise DataError(f"word {w!r} is not in the vocabulary and it has no {UNK} token")
+            ids.append(i)
+        return torch.tensor(ids, dtype=torch.long)
+
+    def to_json(self) -> dict:
+        return {"itos": self.itos, "counts": self.counts}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Vocab:
+        return cls(list(d["itos"]), list(d.get("counts", [])))
+
+
+def split_file(dataset: str, split: str) -> DataFile:
+    """The DataFile of ``dataset``'s ``split``; a clear error for unknown or unavailable splits."""
+    if dataset not in LM_DATASETS:
+        raise DataError(f"unknown LM dataset {dataset!r}; choose one of: {', '.join(LM_DATASETS)}")
+    files = LM_DATASETS[dataset]
+    if split not in files:
+        raise DataError(
+            f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
+            "pass your own file with --test-file PATH"
+        )
+    return files[split]
+
+
+def load_tokens(dataset: str, split: str, path: str | Path | None = None) -> list[str]:
+    """Tokens of a split (with ``<eos>``), from the data root, or from a user file when ``path`` is given."""
+    if path is not None:
+        return tokenize_lines(read_text(user_file(path, f"{split} file")))
+    f = split_file(dataset, split)
+    return tokenize_lines(read_text(f.path(data_root()), f.sha256))

@@ -1,0 +1,40 @@
+"""The strategy catalogue: every way of sharing (or not) the input embedding with the output layer.
+
+from embtie import sharing
+sharing.names()
+s = sharing.build("l2norm", vocab_size=V, dim=d, bias=True)
+s.embed(ids); s.logits(h); s.loss(h, targets)
+"""
+
+# Import order is registration order, which is the order of sharing.names().
+from embtie.sharing import tied  # noqa: F401, I001
+from embtie.sharing import normalized, fixed, transformed, ngpt  # noqa: F401  (registers strategies)
+from embtie.sharing.base import LogitMoments, SharingStrategy
+from embtie.sharing.head import Head
+from embtie.sharing.registry import accepted_options, build, get, names
+
+SEED_STRATEGIES = (
+    "untied",
+    "tied",
+    "l2norm",
+    "sqnorm",
+    "distance",
+    "cosine",
+    "fixed",
+    "hadamard",
+    "tied-proj",
+    "tied-bert",
+    "tied-loginit",
+    "tied-shuffle",
+)
+
+__all__ = [
+    "SEED_STRATEGIES",
+    "Head",
+    "LogitMoments",
+    "SharingStrategy",
+    "accepted_options",
+    "build",
+    "get",
+    "names",
+]

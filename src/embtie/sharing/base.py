@@ -1,0 +1,238 @@
+"""The base class of every sharing strategy: one module that owns both the input embedding and the
+output layer, so that strategies which change both sides (l2norm, nGPT) stay one object."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from embtie.errors import ConfigError
+from embtie.sharing.head import Head
+from embtie.sharing.loss import cross_entropy
+
+
+@dataclass(frozen=True)
+class LogitMoments:
+    """Analytic step-0 logit statistics of the bigram model h = RMSNorm(embed(i)) (Su 2023).
+
+    ``diag``: the logit of the input token itself, z_i (mean and variance over i).
+    ``off``: the logit of any other token, z_k with k != i (mean and variance).
+    """
+
+    diag_mean: float
+    diag_var: float
+    off_mean: float
+    off_var: float
+
+    def scaled(self, s: float) -> LogitMoments:
+        return LogitMoments(self.diag_mean * s, self.diag_var * s * s, self.off_mean * s, self.off_var * s * s)
+
+
+def _number(name: str, value: object, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"option {name}={value!r} must be a number")
+    if positive and not value > 0:
+        raise ConfigError(f"option {name}={value!r} must be > 0")
+    if not math.isfinite(value):
+        raise ConfigError(f"option {name}={value!r} must be finite")
+    return float(value)
+
+
+class SharingStrategy(nn.Module):
+    """Input embedding + output layer of a text-generation model.
+
+    Subclasses define ``_output_core`` (the output matrix, per-row scale and structural bias) and
+    may override ``_input_rows`` (how embedding rows become input vectors) and ``transform`` (a map
+    applied to the hidden state before the output layer).
+
+    Common options (all default to "off", so each strategy computes exactly its formula):
+        bias: learned output bias b (V,), initialised to zero.
+        embed_scale: multiply input vectors by this number, or "sqrt_d" for sqrt(dim) (fairseq, Gemma).
+        logit_scale: multiply logits by this number, "inv_sqrt_d" for dim**-0.5 (tied T5), or
+            "learned" for a learned scalar initialised to ``logit_scale_init`` (Hoffer et al.).
+        softcap: c in z <- c * tanh(z / c) (Gemma 2, modded-nanogpt).
+        init_std: std of the normal init of E (and of other learned matrices of the same shape):
+            a number, "inv_sqrt_d" (the default, dim**-0.5) or "log_v_over_d" (Su 2023: ln(V)/dim).
+        init_range: instead of init_std, initialise uniformly in [-a, a] (Zaremba et al., Press & Wolf).
+    """
+
+    name: ClassVar[str] = ""
+    formula: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        dim: int,
+        *,
+        bias: bool = False,
+        embed_scale: float | str | None = None,
+        logit_scale: float | str | None = None,
+        logit_scale_init: float = 1.0,
+        softcap: float | None = None,
+        init_std: float | str | None = None,
+        init_range: float | None = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
+            raise ConfigError(f"vocab_size={vocab_size!r} must be an integer >= 2")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ConfigError(f"dim={dim!r} must be an integer >= 1")
+        self.vocab_size = vocab_size
+        self.dim = dim
+        self.embed_scale = self._resolve_embed_scale(embed_scale)
+        self.softcap = None if softcap is None else _number("softcap", softcap)
+        self.init_std, self.init_range = self._resolve_init(init_std, init_range)
+
+        self.weight = nn.Parameter(torch.empty(vocab_size, dim))
+        self.bias: nn.Parameter | None
+        if not isinstance(bias, bool):
+            raise ConfigError(f"option bias={bias!r} must be true or false")
+        self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+        self._fixed_logit_scale: float | None = None
+        self.logit_scale_param: nn.Parameter | None = None
+        if logit_scale == "learned":
+            init = _number("logit_scale_init", logit_scale_init)
+            self.logit_scale_param = nn.Parameter(torch.tensor(init))
+        elif logit_scale == "inv_sqrt_d":
+            self._fixed_logit_scale = dim**-0.5
+        elif logit_scale is not None:
+            if isinstance(logit_scale, str):
+                raise ConfigError(f"option logit_scale={logit_scale!r} must be a number, 'inv_sqrt_d' or 'learned'")
+            self._fixed_logit_scale = _number("logit_scale", logit_scale)
+
+    # ------------------------------------------------------------------ options
+    def _resolve_embed_scale(self, value: float | str | None) -> float:
+        if value is None:
+            return 1.0
+        if value == "sqrt_d":
+            return math.sqrt(self.dim)
+        if isinstance(value, str):
+            raise ConfigError(f"option embed_scale={value!r} must be a number or 'sqrt_d'")
+        return _number("embed_scale", value)
+
+    def _resolve_init(self, init_std: float | str | None, init_range: float | None) -> tuple[float, float | None]:
+        if init_range is not None:
+            if init_std is not None:
+                raise ConfigError("options init_std and init_range exclude each other; give only one")
+            a = _number("init_range", init_range)
+            return a / math.sqrt(3.0), a
+        if init_std is None or init_std == "inv_sqrt_d":
+            return self.dim**-0.5, None
+        if init_std == "log_v_over_d":
+            return math.log(self.vocab_size) / self.dim, None
+        if isinstance(init_std, str):
+            raise ConfigError(f"option init_std={init_std!r} must be a number, 'inv_sqrt_d' or 'log_v_over_d'")
+        return _number("init_std", init_std), None
+
+    def init_(self, tensor: Tensor) -> Tensor:
+        """Initialise a learned tensor with this strategy's init (normal init_std or uniform init_range)."""
+        with torch.no_grad():
+            if self.init_range is not None:
+                return tensor.uniform_(-self.init_range, self.init_range)
+            return tensor.normal_(0.0, self.init_std)
+
+    def reset_parameters(self) -> None:
+        """Re-draw every learned tensor (fixed buffers are drawn once, in the constructor)."""
+        self.init_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    # ------------------------------------------------------------------ input side
+    def _input_rows(self, rows: Tensor) -> Tensor:
+        """(..., d) raw embedding rows -> (..., d) input vectors (before embed_scale)."""
+        return rows
+
+    def embed(self, ids: Tensor) -> Tensor:
+        """(...,) long token ids -> (..., d) vectors fed into the model."""
+        x = self._input_rows(F.embedding(ids, self.weight))
+        return x * self.embed_scale if self.embed_scale != 1.0 else x
+
+    def input_vectors(self) -> Tensor:
+        """(V, d) the effective input vector of every token (after normalization and embed_scale)."""
+        x = self._input_rows(self.weight)
+        return x * self.embed_scale if self.embed_scale != 1.0 else x
+
+    # ------------------------------------------------------------------ output side
+    @property
+    def target_dim(self) -> int:
+        """d_t, the width of the vectors the logits are taken against."""
+        return self.dim
+
+    def transform(self, h: Tensor) -> Tensor:
+        """(..., d) hidden states -> (..., d_t) what the output matrix is applied to."""
+        return h
+
+    def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """(W (V, d_t), per-row scale (V,) or None, structural bias (V,) or None) before logit_scale."""
+        raise NotImplementedError
+
+    def logit_scale(self) -> Tensor | float | None:
+        """The scalar logit scale s (a 0-d tensor when learned), or None."""
+        if self.logit_scale_param is not None:
+            return self.logit_scale_param
+        return self._fixed_logit_scale
+
+    def head(self) -> Head:
+        """The output layer of this step in canonical form (see ``embtie.sharing.head``)."""
+        w, row_scale, struct_bias = self._output_core()
+        s = self.logit_scale()
+        b = struct_bias
+        if b is not None and s is not None:
+            b = b * s
+        if self.bias is not None:
+            b = self.bias if b is None else b + self.bias
+        return Head(weight=w, row_scale=row_scale, bias=b, scale=s, softcap=self.softcap)
+
+    def logits(self, h: Tensor) -> Tensor:
+        """(..., d) hidden states -> (..., V) logits."""
+        return self.head().logits(self.transform(h))
+
+    def loss(self, h: Tensor, targets: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor:
+        """Mean cross-entropy over kept tokens. h: (..., d); targets: (...,) long. Returns a scalar."""
+        return cross_entropy(
+            self.head(), self.transform(h), targets, ignore_index=ignore_index, label_smoothing=label_smoothing
+        )
+
+    def output_vectors(self) -> Tensor:
+        """(V, d_t) the effective target vectors (all scales folded in)."""
+        return self.head().effective_weight()
+
+    def regularization(self) -> Tensor:
+        """Scalar added to the training loss (zero for strategies without a regulariser)."""
+        return self.weight.new_zeros(())
+
+    # ------------------------------------------------------------------ bookkeeping
+    def parameter_counts(self) -> dict[str, int]:
+        """{"learned": elements of trainable parameters, "fixed": elements of fixed buffers}."""
+        learned = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        fixed = sum(b.numel() for b in self.buffers())
+        return {"learned": learned, "fixed": fixed}
+
+    def step0_moments(self) -> LogitMoments:
+        """Analytic step-0 logit moments of the bigram model h = RMSNorm(embed(i)), ||h||^2 = d.
+
+        Subclasses give the moments of their formula; logit_scale is applied here. softcap and the
+        learned bias (zero at init) are not part of the prediction.
+        """
+        m = self._step0_moments()
+        s = self.logit_scale()
+        if s is not None:
+            m = m.scaled(float(s))
+        return m
+
+    def _step0_moments(self) -> LogitMoments:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return f"name={self.name!r}, vocab_size={self.vocab_size}, dim={self.dim}, target_dim={self.target_dim}"
+
+
+def row_norm(w: Tensor, eps: float = 1e-12) -> Tensor:
+    """(V, d) -> (V,) L2 norm of each row, in float32 for stability, clamped away from zero."""
+    return w.float().norm(dim=-1).clamp_min(eps).to(w.dtype)

@@ -1,0 +1,72 @@
+"""The output layer of any strategy, in one canonical form.
+
+Every strategy's logits are
+
+    z_i = cap( s * r_i * (w_i . x) + b_i ),   x = g(h)
+
+with ``W`` (V, d_t) the output matrix, ``r`` (V,) an optional per-row scale (1/||e_i|| for cosine,
+1/||e_i||^2 for sqnorm, nGPT's learned scale), ``s`` a scalar logit scale, ``b`` (V,) a bias (learned,
+and/or the distance strategy's -1/2 ||e_i||^2, already multiplied by ``s``) and ``cap`` the optional
+soft-cap ``c * tanh(z / c)``. ``g`` (the strategy's ``transform``) is applied before the head.
+
+Keeping the per-row scale separate (instead of dividing the N x V logits) is what makes the
+normalized strategies cost what tied costs: the scale is folded into the V x d matrix once per
+step, and the memory-lean loss can apply it chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+@dataclass
+class Head:
+    """Output layer tensors of one forward pass (recomputed each step; gradients flow through them)."""
+
+    weight: Tensor
+    """(V, d_t) output matrix before scales."""
+    row_scale: Tensor | None = None
+    """(V,) per-row multiplier, or None."""
+    bias: Tensor | None = None
+    """(V,) additive bias (already in logit units), or None."""
+    scale: Tensor | float | None = None
+    """scalar logit scale (a 0-d tensor when learned), or None."""
+    softcap: float | None = None
+    """c in c * tanh(z / c), or None."""
+
+    @property
+    def vocab_size(self) -> int:
+        return self.weight.shape[0]
+
+    def combined_row_scale(self) -> Tensor | float | None:
+        """The per-row scale times the scalar scale: (V,) tensor, scalar, or None."""
+        if self.row_scale is None:
+            return self.scale
+        if self.scale is None:
+            return self.row_scale
+        return self.row_scale * self.scale
+
+    def effective_weight(self) -> Tensor:
+        """(V, d_t) the matrix whose rows the logits are taken against (all scales folded in)."""
+        m = self.combined_row_scale()
+        if m is None:
+            return self.weight
+        if isinstance(m, Tensor) and m.dim() == 1:
+            return self.weight * m.unsqueeze(1).to(self.weight.dtype)
+        return self.weight * m
+
+    def logits(self, x: Tensor) -> Tensor:
+        """x: (..., d_t) transformed hidden states -> (..., V) logits."""
+        z = F.linear(x, self.effective_weight(), self.bias)
+        return apply_softcap(z, self.softcap)
+
+
+def apply_softcap(z: Tensor, cap: float | None) -> Tensor:
+    """c * tanh(z / c) (Gemma 2's logit soft-capping); identity when cap is None."""
+    if cap is None:
+        return z
+    return torch.tanh(z / cap) * cap
