@@ -1,0 +1,239 @@
+"""Report figures, drawn from saved data (lists and dicts read from run files), never from a live model.
+
+Every function takes plain data, writes one PNG and returns its path. matplotlib runs on the Agg
+backend (no display needed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+DPI = 110
+
+
+def strategy_colors(names: Sequence[str]) -> dict[str, tuple]:
+    """A stable, distinct colour per strategy (tab20 order, tied always blue, untied always orange)."""
+    cmap = plt.get_cmap("tab20")
+    fixed = {"tied": 0, "untied": 2}
+    free = [i for i in range(20) if i not in fixed.values()]
+    out, k = {}, 0
+    for n in names:
+        if n in fixed:
+            out[n] = cmap(fixed[n])
+        else:
+            out[n] = cmap(free[k % len(free)])
+            k += 1
+    return out
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
+    plt.close(fig)
+    return path
+
+
+def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)):
+    cols = min(max_cols, max(n, 1))
+    rows = math.ceil(max(n, 1) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
+    flat = axes.ravel()
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat
+
+
+def _band(steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[float]]):
+    """Align seed curves on their common steps -> (steps, mean, min, max)."""
+    common = sorted(set.intersection(*(set(s) for s in steps_list))) if steps_list else []
+    if not common:
+        return np.array([]), np.array([]), np.array([]), np.array([])
+    stack = np.array([[dict(zip(s, v))[c] for c in common] for s, v in zip(steps_list, values_list)], dtype=float)
+    return np.array(common, dtype=float), stack.mean(0), stack.min(0), stack.max(0)
+
+
+def learning_curves(curves: Mapping[str, Sequence[Mapping]], path: Path, ln_v: float | None = None) -> Path:
+    """Train and valid loss against step, one line per strategy (seed mean) with a min-max band over seeds.
+
+    curves: {strategy: [per seed {"train_steps", "train", "valid_steps", "valid"}]}. The y axis is cut at
+    ln V + 1.5 (a uniform guess is ln V) so that the huge initial losses do not flatten the rest; the
+    step-0 figure shows them whole.
+    """
+    colors = strategy_colors(list(curves))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+    lo = math.inf
+    for ax, key, title in ((axes[0], "train", "train loss"), (axes[1], "valid", "valid loss")):
+        for name, seeds in curves.items():
+            seeds = [s for s in seeds if s.get(key)]
+            if not seeds:
+                continue
+            x, m, a, b = _band([s[f"{key}_steps"] for s in seeds], [s[key] for s in seeds])
+            if x.size == 0:
+                continue
+            style = "-o" if x.size <= 12 else "-"
+            ax.plot(x, m, style, color=colors[name], label=name, lw=1.6, ms=3)
+            if len(seeds) > 1:
+                ax.fill_between(x, a, b, color=colors[name], alpha=0.18, lw=0)
+            lo = min(lo, float(np.nanmin(a)))
+        if ln_v is not None:
+            ax.axhline(ln_v, color="grey", ls="--", lw=1)
+            ax.text(ax.get_xlim()[0], ln_v, "  ln V (uniform guess)", va="bottom", fontsize=8, color="grey")
+        ax.set_title(title)
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("cross-entropy (nats/token)")
+    if ln_v is not None and math.isfinite(lo):
+        axes[0].set_ylim(lo - 0.2, ln_v + 1.5)
+    axes[1].legend(fontsize=8, ncol=2, loc="upper right")
+    return _save(fig, path)
+
+
+def step0_losses(
+    measured: Mapping[str, Sequence[float]], predicted: Mapping[str, float | None], ln_v: float, path: Path
+) -> Path:
+    """Measured step-0 loss per strategy (bar = seed mean, dots = seeds) against Su's prediction and ln V."""
+    names = list(measured)
+    colors = strategy_colors(names)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(names) + 2), 4.2))
+    x = np.arange(len(names))
+    means = [float(np.mean(measured[n])) if measured[n] else np.nan for n in names]
+    ax.bar(x, means, color=[colors[n] for n in names], alpha=0.85, label="measured (seed mean)")
+    for i, n in enumerate(names):
+        ax.plot([i] * len(measured[n]), measured[n], "k.", ms=4)
+    px = [i for i, n in enumerate(names) if predicted.get(n) is not None]
+    if px:
+        ax.plot(px, [predicted[names[i]] for i in px], "D", color="crimson", ms=7, label="Su's prediction")
+    ax.axhline(ln_v, color="grey", ls="--", lw=1.2, label=f"ln V = {ln_v:.2f}")
+    ax.set_xticks(x, names, rotation=35, ha="right")
+    ax.set_ylabel("loss at step 0 (nats/token)")
+    ax.set_title("Initial loss: tied embeddings start far above a uniform guess")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def norm_histograms(hists: Mapping[str, Mapping[str, Mapping]], path: Path) -> Path:
+    """Histograms of input- and output-vector norms per strategy (Liu et al., Figure 2).
+
+    hists: {strategy: {"input": norm_histogram(...), "output": norm_histogram(...)}}.
+    """
+    fig, axes = _grid(len(hists))
+    for ax, (name, h) in zip(axes, hists.items()):
+        for side, color in (("input", "tab:blue"), ("output", "tab:red")):
+            if side not in h:
+                continue
+            e = np.asarray(h[side]["edges"])
+            c = np.asarray(h[side]["counts"])
+            ax.stairs(c, e, fill=True, alpha=0.45, color=color, label=f"{side} (mean {h[side]['mean']:.2f})")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("L2 norm", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("tokens")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def norm_vs_frequency(points: Mapping[str, Mapping], path: Path) -> Path:
+    """Output-vector norm against training frequency per strategy, log axes, with Spearman's rho.
+
+    points: {strategy: {"counts": (V,), "norms": (V,), "rho": float}} (tokens with count 0 are dropped).
+    """
+    fig, axes = _grid(len(points))
+    for ax, (name, p) in zip(axes, points.items()):
+        c = np.asarray(p["counts"], dtype=float)
+        n = np.asarray(p["norms"], dtype=float)
+        keep = (c > 0) & (n > 0)
+        ax.scatter(c[keep], n[keep], s=2, alpha=0.35, color="tab:red", rasterized=True)
+        ax.set_xscale("log")
+        if np.ptp(n[keep]) > 1e-6 * max(float(n[keep].max()), 1e-12):
+            ax.set_yscale("log")
+        rho = p.get("rho")
+        rho_txt = "n/a (norms constant)" if rho is None or not math.isfinite(rho) else f"{rho:+.2f}"
+        ax.set_title(f"{name}: rho = {rho_txt}", fontsize=10)
+        ax.set_xlabel("train frequency", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].set_ylabel("output-vector norm")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def row_update_frequency(updates: Mapping[str, Mapping], path: Path, bins: int = 20) -> Path:
+    """Share of batches in which a row gets a non-zero gradient, input vs output path, against the row's
+    frequency rank (rows binned by rank; rank 0 = most frequent token).
+
+    updates: {strategy: {"batches": n, "input_counts": (V,), "output_counts": (V,)}} with rows in
+    frequency order (the vocabulary is sorted by train frequency).
+    """
+    fig, axes = _grid(len(updates))
+    for ax, (name, u) in zip(axes, updates.items()):
+        n = max(int(u["batches"]), 1)
+        for side, color in (("input", "tab:blue"), ("output", "tab:red")):
+            share = np.asarray(u[f"{side}_counts"], dtype=float) / n
+            edges = np.unique(np.geomspace(1, share.size, bins + 1).astype(int))
+            ranks = [(a + b) / 2 for a, b in itertools.pairwise(edges)]
+            means = [share[a - 1 : b - 1].mean() if b > a else share[a - 1] for a, b in itertools.pairwise(edges)]
+            ax.plot(ranks, means, "-o", ms=3, color=color, label=f"{side}: {share.mean():.0%} of rows/batch")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("frequency rank", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="center left")
+    axes[0].set_ylabel("share of batches with update")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def parameter_counts(counts: Mapping[str, Mapping[str, int]], path: Path) -> Path:
+    """Learned (strategy / rest of model) and fixed parameters per strategy (Shalev et al., Table 3)."""
+    names = list(counts)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(names) + 2), 4.2))
+    x = np.arange(len(names))
+    s_l = np.array([counts[n].get("sharing_learned", 0) for n in names], dtype=float) / 1e6
+    rest = np.array([counts[n]["learned"] - counts[n].get("sharing_learned", 0) for n in names], dtype=float) / 1e6
+    fixed = np.array([counts[n].get("fixed", 0) for n in names], dtype=float) / 1e6
+    ax.bar(x, rest, color="tab:gray", label="learned: rest of model")
+    ax.bar(x, s_l, bottom=rest, color="tab:blue", label="learned: embedding / output layer")
+    ax.bar(x, fixed, bottom=rest + s_l, color="none", edgecolor="tab:red", hatch="///", label="fixed (never trained)")
+    ax.set_xticks(x, names, rotation=35, ha="right")
+    ax.set_ylabel("parameters (millions)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def metric_by_strategy(
+    values: Mapping[str, Sequence[float]], path: Path, ylabel: str, baseline: str | None = "tied", log: bool = False
+) -> Path:
+    """A final metric per strategy: seed mean with 95% CI (error bar) and the seeds as dots."""
+    from embtie.stats import seed_summary
+
+    names = list(values)
+    colors = strategy_colors(names)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(names) + 2), 4.2))
+    for i, n in enumerate(names):
+        s = seed_summary(values[n])
+        err = 0.0 if not math.isfinite(s["half_width"]) else s["half_width"]
+        ax.errorbar([i], [s["mean"]], yerr=[err], fmt="s", color=colors[n], ms=7, capsize=4)
+        ax.plot([i] * len(values[n]), values[n], "k.", ms=4, alpha=0.7)
+    if values.get(baseline):
+        ax.axhline(float(np.mean(values[baseline])), color=colors[baseline], ls=":", lw=1.2, label=f"{baseline} mean")
+        ax.legend(fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)

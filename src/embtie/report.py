@@ -1,0 +1,161 @@
+"""Reports as a list of blocks (headings, text, tables, figures) rendered to Markdown and to one
+self-contained HTML file (figures inlined as base64 PNG)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass
+class Text:
+    text: str
+    """plain text; `code` spans are kept (Markdown) / rendered as <code> (HTML)."""
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclass
+class Figure:
+    path: Path
+    """PNG file, written next to the report."""
+    caption: str
+    command: str
+    """the command that regenerates the figure."""
+
+
+@dataclass
+class Report:
+    title: str
+    blocks: list = field(default_factory=list)
+
+    def add(self, *blocks) -> None:
+        self.blocks.extend(blocks)
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    """A number for a table: fixed digits, thousands separators for big integers, '-' for missing."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
+        return f"{int(x):,}"
+    return f"{x:.{digits}f}"
+
+
+def _md_cell(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(report: Report, base: Path) -> str:
+    """Markdown text; figure paths relative to ``base`` (the report's folder)."""
+    out = [f"# {report.title}", ""]
+    for b in report.blocks:
+        if isinstance(b, Heading):
+            out += ["#" * b.level + " " + b.text, ""]
+        elif isinstance(b, Text):
+            out += [b.text, ""]
+        elif isinstance(b, Table):
+            if b.caption:
+                out += [f"*{b.caption}*", ""]
+            out.append("| " + " | ".join(_md_cell(h) for h in b.header) + " |")
+            out.append("|" + "|".join("---" for _ in b.header) + "|")
+            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            out.append("")
+        elif isinstance(b, Figure):
+            rel = Path(b.path).resolve().relative_to(base.resolve()) if _inside(b.path, base) else b.path
+            out += [f"![{b.caption}]({rel})", "", f"*{b.caption}* Regenerate: `{b.command}`", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _inside(path: Path, base: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(base.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _inline(text: str) -> str:
+    """Escape HTML and turn `code` spans into <code>."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}
+h1{border-bottom:2px solid #ddd;padding-bottom:.3em}h2{margin-top:1.8em;border-bottom:1px solid #eee}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}
+figure{margin:1em 0 2em}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.9em;color:#444}code{background:#f5f5f5;padding:0 .25em;border-radius:3px}
+.caption{font-style:italic;color:#555}
+"""
+
+
+def to_html(report: Report) -> str:
+    """One self-contained HTML page (CSS inline, PNGs as data: URIs)."""
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(report.title)}</h1>",
+    ]
+    for b in report.blocks:
+        if isinstance(b, Heading):
+            out.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
+        elif isinstance(b, Text):
+            out.append(f"<p>{_inline(b.text)}</p>")
+        elif isinstance(b, Table):
+            if b.caption:
+                out.append(f'<p class="caption">{_inline(b.caption)}</p>')
+            out.append("<table><thead><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in b.header) + "</tr></thead>")
+            out.append("<tbody>")
+            for row in b.rows:
+                out.append("<tr>" + "".join(f"<td>{_inline(str(c))}</td>" for c in row) + "</tr>")
+            out.append("</tbody></table>")
+        elif isinstance(b, Figure):
+            data = base64.b64encode(Path(b.path).read_bytes()).decode("ascii")
+            out.append(
+                f'<figure><img alt="{html.escape(b.caption)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{_inline(b.caption)} Regenerate: <code>{html.escape(b.command)}</code>"
+                "</figcaption></figure>"
+            )
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def write(report: Report, out_dir: Path, stem: str = "report") -> tuple[Path, Path]:
+    """Write ``out_dir/stem.md`` and ``out_dir/stem.html``; returns both paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md = out_dir / f"{stem}.md"
+    page = out_dir / f"{stem}.html"
+    md.write_text(to_markdown(report, out_dir), encoding="utf-8")
+    page.write_text(to_html(report), encoding="utf-8")
+    return md, page
+
+
+def table_from_dicts(rows: Sequence[dict], columns: Sequence[tuple[str, str]], caption: str = "") -> Table:
+    """A Table from dicts: columns are (header, key) pairs; values are formatted with ``fmt``."""
+    return Table(
+        [h for h, _ in columns],
+        [[r.get(k) if isinstance(r.get(k), str) else fmt(r.get(k)) for _, k in columns] for r in rows],
+        caption,
+    )
