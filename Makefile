@@ -19,7 +19,7 @@ $(BIN)/.installed: pyproject.toml
 venv: $(BIN)/.installed
 
 run: venv
-	$(BIN)/embtie compare
+	$(BIN)/embtie theory
 
 test: venv
 	$(BIN)/ruff check src tests bench

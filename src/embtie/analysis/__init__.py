@@ -1,0 +1,1 @@
+"""Diagnostics and theory checks: pure functions over strategies, tensors or saved files."""
