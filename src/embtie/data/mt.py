@@ -1,0 +1,103 @@
+"""Parallel corpora for translation: Multi30k task 1 (De<->En) and IWSLT14 De-En (valid only).
+
+Files are read from the data root with their checksums verified; a test set the user supplies
+(``--src-file`` / ``--ref-file``) is read as plain text, one sentence per line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from embtie.data.files import DataFile, data_root, read_lines, user_file
+from embtie.errors import DataError
+
+MT_DATASETS: dict[str, dict[str, dict[str, DataFile]]] = {
+    # Truecased, untokenized text (the repository's raw/ files, gzipped as published).
+    "multi30k": {
+        "train": {
+            "de": DataFile(
+                "multi30k/raw/train.de.gz", "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6"
+            ),
+            "en": DataFile(
+                "multi30k/raw/train.en.gz", "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f"
+            ),
+        },
+        "valid": {
+            "de": DataFile(
+                "multi30k/raw/val.de.gz", "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a"
+            ),
+            "en": DataFile(
+                "multi30k/raw/val.en.gz", "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28"
+            ),
+        },
+    },
+    # fairseq's prepare-iwslt14.sh output before BPE: Moses-tokenized, lowercased. Only valid is here.
+    "iwslt14": {
+        "valid": {
+            "de": DataFile("iwslt14/tok/valid.de", "3f051579c9d8c7281a6ea8c72ad4ae09dbaa9bb24dfd41166f2c3a3df7cd940a"),
+            "en": DataFile("iwslt14/tok/valid.en", "e6d7317a9772cd1ed970910c611e9e7dada1f34439269b44a9d801334bff948d"),
+        },
+    },
+}
+
+LANGS = ("de", "en")
+
+
+@dataclass(frozen=True)
+class ParallelText:
+    """Line-aligned sentences: ``src[i]`` translates to ``ref[i]`` (``ref`` may be None for a bare source)."""
+
+    src: list[str]
+    ref: list[str] | None
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def check_pair(dataset: str, src_lang: str, tgt_lang: str) -> None:
+    """Raise ConfigError-like DataError for an unknown dataset or language pair."""
+    if dataset not in MT_DATASETS:
+        raise DataError(f"unknown translation dataset {dataset!r}; choose one of: {', '.join(MT_DATASETS)}")
+    if src_lang not in LANGS or tgt_lang not in LANGS or src_lang == tgt_lang:
+        raise DataError(f"language pair {src_lang}->{tgt_lang} is not available; use de->en or en->de")
+
+
+def split_files(dataset: str, split: str) -> dict[str, DataFile]:
+    """{lang: DataFile} of a split; a clear error when the split is not provided here."""
+    if dataset not in MT_DATASETS:
+        raise DataError(f"unknown translation dataset {dataset!r}; choose one of: {', '.join(MT_DATASETS)}")
+    files = MT_DATASETS[dataset]
+    if split not in files:
+        raise DataError(
+            f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
+            "pass your own test set with --src-file S --ref-file R"
+        )
+    return files[split]
+
+
+def read_side(dataset: str, split: str, lang: str, root: Path | None = None) -> list[str]:
+    """Sentences of one language of a split, checksum verified."""
+    f = split_files(dataset, split)[lang]
+    return read_lines(f.path(root or data_root()), f.sha256)
+
+
+def load_parallel(dataset: str, split: str, src_lang: str, tgt_lang: str, root: Path | None = None) -> ParallelText:
+    """The aligned source/reference sentences of ``dataset``'s ``split``."""
+    check_pair(dataset, src_lang, tgt_lang)
+    src = read_side(dataset, split, src_lang, root)
+    ref = read_side(dataset, split, tgt_lang, root)
+    if len(src) != len(ref):
+        raise DataError(f"{dataset} {split}: {len(src)} {src_lang} lines but {len(ref)} {tgt_lang} lines")
+    return ParallelText(src, ref)
+
+
+def load_user_files(src_file: str | Path, ref_file: str | Path | None = None) -> ParallelText:
+    """A user-supplied test set: one source sentence per line, and optionally its references."""
+    src = read_lines(user_file(src_file, "source file"))
+    ref = None
+    if ref_file is not None:
+        ref = read_lines(user_file(ref_file, "reference file"))
+        if len(ref) != len(src):
+            raise DataError(f"{src_file} has {len(src)} lines but {ref_file} has {len(ref)}; give line-aligned files")
+    return ParallelText(src, ref)

@@ -1,0 +1,113 @@
+"""SentencePiece BPE subwords for translation: trained once on the training text, cached, reused.
+
+A joint model trained on both languages gives encoder and decoder one vocabulary (so one sharing
+object can serve encoder input, decoder input and decoder output); separate models give each side
+its own. Ids 0-3 are fixed: <pad>, <unk>, <s>, </s>. SentencePiece keeps whitespace as a symbol,
+so ``decode(encode(text))`` gives the (normalized) text back: outputs come out detokenized.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import sentencepiece as spm
+
+from embtie.errors import DataError
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+def cache_root() -> Path:
+    """``$EMBTIE_CACHE`` when set, else ``~/.cache/embtie``."""
+    env = os.environ.get("EMBTIE_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "embtie"
+
+
+class Subwords:
+    """A loaded SentencePiece model. ``encode`` gives ids without BOS/EOS; ``decode`` drops specials."""
+
+    pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
+
+    def __init__(self, model_file: str | Path) -> None:
+        self.model_file = Path(model_file)
+        if not self.model_file.is_file():
+            raise DataError(f"subword model {self.model_file} is missing; re-run training or copy it back")
+        self.sp = spm.SentencePieceProcessor(model_file=str(self.model_file))
+        if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD, UNK, BOS, EOS):
+            raise DataError(f"subword model {self.model_file} does not use ids pad=0 unk=1 bos=2 eos=3")
+
+    def __len__(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.sp.encode(text, out_type=int)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self.sp.encode(texts, out_type=int)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.sp.decode([i for i in ids if i > EOS])
+
+    def pieces(self, text: str) -> list[str]:
+        return self.sp.encode(text, out_type=str)
+
+
+def _fingerprint(texts: list[str], options: dict) -> str:
+    h = hashlib.sha256(repr(sorted(options.items())).encode())
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def train_subwords(
+    texts: list[str],
+    vocab_size: int,
+    *,
+    cache_dir: Path | None = None,
+    model_type: str = "bpe",
+    character_coverage: float = 1.0,
+) -> Path:
+    """Train (or find in the cache) a SentencePiece model on ``texts``; returns its .model path.
+
+    The cache key is a hash of the texts and the options, so the same training data and settings
+    always reuse one model. Training writes to a temporary folder and renames it into place, so
+    two processes training the same model at once do not corrupt each other.
+    """
+    if vocab_size < 8:
+        raise DataError(f"subword vocab_size={vocab_size} is too small; use at least 8")
+    options = {"vocab_size": vocab_size, "model_type": model_type, "character_coverage": character_coverage}
+    root = cache_dir or cache_root() / "subwords"
+    final = root / f"spm-{_fingerprint(texts, options)}"
+    model = final / "spm.model"
+    if model.is_file():
+        return model
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".spm-", dir=root))
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_prefix=str(tmp / "spm"),
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            pad_id=PAD,
+            unk_id=UNK,
+            bos_id=BOS,
+            eos_id=EOS,
+            hard_vocab_limit=False,
+            num_threads=1,
+            minloglevel=2,
+        )
+        try:
+            tmp.rename(final)
+        except OSError:  # another process finished first: use theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+    except Exception:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return model

@@ -1,0 +1,200 @@
+"""Greedy and batched beam search over any ``Seq2Seq`` model, and checkpoint averaging.
+
+Both searches drive the model incrementally through ``start(src)``, ``next_logprobs(prev, state)``
+and ``reorder_state(state, index)`` (see ``embtie.models.seq2seq``), so they run wherever the model
+runs (CPU or GPU). A sentence's output has at most ``floor(max_len_ratio * S + max_len_extra)``
+tokens before its EOS, S being its source length (EOS included); at that length EOS is forced.
+
+Beam search follows fairseq: each step keeps the 2K best extensions of the K live hypotheses; those
+ending in EOS within the first K ranks are finished with score ``sum log p / (length + 1) ** lenpen``
+(length + 1 counts the EOS); the K best others stay live. A sentence is done once it has K finished
+hypotheses (or at its maximum length); its best finished hypothesis is returned. With K = 1 this is
+exactly greedy search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from embtie.data.subwords import BOS, EOS, PAD
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]
+    """output ids without BOS/EOS"""
+    score: float
+    """sum of log-probabilities, EOS included"""
+    normalized: float
+    """score / (len(tokens) + 1) ** lenpen (the beam's ranking score)"""
+
+
+def max_lengths(src: Tensor, ratio: float, extra: int, cap: int | None = None) -> Tensor:
+    """(B,) the most output tokens (before EOS) allowed for each source row of src (B, S)."""
+    n = (src != PAD).sum(1).double()
+    m = torch.floor(n * ratio + extra).long().clamp_min(0)
+    if cap is not None:
+        m = m.clamp_max(cap)
+    return m
+
+
+def _position_cap(model) -> int | None:
+    """Longest output the model's positions allow (BOS takes position 0), if it has a limit."""
+    mp = getattr(getattr(model, "config", None), "max_positions", None)
+    return None if mp is None else mp - 1
+
+
+@torch.no_grad()
+def greedy(model, src: Tensor, *, max_len_ratio: float = 1.5, max_len_extra: int = 10) -> list[Hypothesis]:
+    """Arg-max decoding of every row of src (B, S)."""
+    b = src.shape[0]
+    limit = max_lengths(src, max_len_ratio, max_len_extra, _position_cap(model)).to(src.device)
+    state = model.start(src)
+    prev = torch.full((b,), BOS, dtype=torch.long, device=src.device)
+    done = torch.zeros(b, dtype=torch.bool, device=src.device)
+    score = torch.zeros(b, dtype=torch.float64, device=src.device)
+    out: list[Tensor] = []
+    for t in range(int(limit.max()) + 1):
+        lp, state = model.next_logprobs(prev, state)
+        tok = lp.argmax(-1)
+        tok = torch.where(limit <= t, torch.full_like(tok, EOS), tok)
+        score += torch.where(done, 0.0, lp.gather(1, tok[:, None]).squeeze(1).double())
+        tok = torch.where(done, torch.full_like(tok, PAD), tok)
+        out.append(tok)
+        done |= tok == EOS
+        if bool(done.all()):
+            break
+        prev = torch.where(done, torch.full_like(tok, EOS), tok)
+    rows = torch.stack(out, 1).tolist()
+    hyps = []
+    for r, s in zip(rows, score.tolist()):
+        toks = r[: r.index(EOS)] if EOS in r else r
+        hyps.append(Hypothesis(toks, s, s / (len(toks) + 1)))
+    return hyps
+
+
+@torch.no_grad()
+def beam_search(
+    model,
+    src: Tensor,
+    *,
+    beam: int = 5,
+    lenpen: float = 1.0,
+    max_len_ratio: float = 1.5,
+    max_len_extra: int = 10,
+) -> list[Hypothesis]:
+    """Batched beam search of width ``beam`` over every row of src (B, S); the best hypothesis of each."""
+    if beam < 1:
+        raise ValueError(f"beam={beam} must be >= 1")
+    dev = src.device
+    b, k = src.shape[0], beam
+    limit_all = max_lengths(src, max_len_ratio, max_len_extra, _position_cap(model)).to(dev)
+    state = model.start(src)
+    state = model.reorder_state(state, torch.arange(b, device=dev).repeat_interleave(k))
+    scores = torch.full((b, k), float("-inf"), dtype=torch.float32, device=dev)
+    scores[:, 0] = 0.0
+    history = torch.empty((b, k, 0), dtype=torch.long, device=dev)
+    prev = torch.full((b * k,), BOS, dtype=torch.long, device=dev)
+    active = list(range(b))  # original sentence id of each remaining row
+    limit = limit_all
+    finished: list[list[Hypothesis]] = [[] for _ in range(b)]
+    t = 0
+    while active:
+        lp, state = model.next_logprobs(prev, state)
+        n, v = len(active), lp.shape[-1]
+        lp = lp.view(n, k, v)
+        force = (limit <= t).view(n, 1, 1)
+        not_eos = torch.arange(v, device=dev) != EOS
+        lp = lp.masked_fill(force & not_eos, float("-inf"))
+        cand = (scores.unsqueeze(-1) + lp).view(n, k * v)
+        top_s, top_i = cand.topk(min(2 * k, k * v), dim=1)
+        src_beam, tok = top_i // v, top_i % v
+        is_eos = tok == EOS
+
+        # Finish: EOS candidates ranked within the first k.
+        eos_rows, eos_ranks = torch.nonzero(is_eos[:, :k] & torch.isfinite(top_s[:, :k]), as_tuple=True)
+        if len(eos_rows):
+            hist = history[eos_rows, src_beam[eos_rows, eos_ranks]].tolist()
+            for r, s, h in zip(eos_rows.tolist(), top_s[eos_rows, eos_ranks].tolist(), hist):
+                sent = active[r]
+                if len(finished[sent]) < k:
+                    finished[sent].append(Hypothesis(h, s, s / (len(h) + 1) ** lenpen))
+        done = [len(finished[active[r]]) >= k or bool(limit[r] <= t) for r in range(n)]
+
+        # Continue: the k best non-EOS candidates.
+        rank = torch.arange(top_s.shape[1], device=dev).expand_as(top_s) + is_eos.long() * top_s.shape[1]
+        keep = rank.argsort(dim=1)[:, :k]
+        scores = top_s.gather(1, keep)
+        beams = src_beam.gather(1, keep)
+        toks = tok.gather(1, keep)
+        history = torch.cat(
+            [history.gather(1, beams.unsqueeze(-1).expand(-1, -1, history.shape[2])), toks[..., None]], 2
+        )
+        flat = (torch.arange(n, device=dev).unsqueeze(1) * k + beams).view(-1)
+
+        if any(done):
+            rows = torch.tensor([r for r in range(n) if not done[r]], dtype=torch.long, device=dev)
+            active = [active[r] for r in rows.tolist()]
+            scores, history, toks, limit = scores[rows], history[rows], toks[rows], limit[rows]
+            flat = flat.view(n, k)[rows].reshape(-1)
+        if not active:
+            break
+        state = model.reorder_state(state, flat)
+        prev = toks.reshape(-1)
+        t += 1
+    return [max(f, key=lambda h: h.normalized) for f in finished]
+
+
+def translate_ids(
+    model,
+    src: Tensor,
+    *,
+    beam: int = 5,
+    lenpen: float = 1.0,
+    max_len_ratio: float = 1.5,
+    max_len_extra: int = 10,
+) -> list[list[int]]:
+    """Best output ids of every row of src (B, S): greedy when beam == 1, else beam search."""
+    if beam == 1:
+        hyps = greedy(model, src, max_len_ratio=max_len_ratio, max_len_extra=max_len_extra)
+    else:
+        hyps = beam_search(
+            model, src, beam=beam, lenpen=lenpen, max_len_ratio=max_len_ratio, max_len_extra=max_len_extra
+        )
+    return [h.tokens for h in hyps]
+
+
+def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """Element-wise mean of several state dicts, accumulated in float32 (float64 for float64 tensors).
+
+    Each result is cast back to its input dtype; non-float tensors (counters) are taken from the
+    last state. Keys that alias one tensor in the last state (tied weights saved twice) alias one
+    averaged tensor in the result, so loading it keeps tied weights tied.
+    """
+    if not states:
+        raise ValueError("nothing to average")
+    keys = list(states[-1])
+    for s in states:
+        if list(s) != keys:
+            raise ValueError("checkpoints to average have different parameter names")
+    out: dict[str, Tensor] = {}
+    seen: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], str] = {}
+    for key in keys:
+        last = states[-1][key]
+        alias = (last.untyped_storage().data_ptr(), last.storage_offset(), tuple(last.shape), last.stride())
+        if alias in seen:
+            out[key] = out[seen[alias]]
+            continue
+        seen[alias] = key
+        if not last.is_floating_point():
+            out[key] = last.clone()
+            continue
+        acc_dtype = torch.float64 if last.dtype == torch.float64 else torch.float32
+        acc = torch.zeros(last.shape, dtype=acc_dtype)
+        for s in states:
+            acc += s[key].to(acc_dtype)
+        out[key] = (acc / len(states)).to(last.dtype)
+    return out

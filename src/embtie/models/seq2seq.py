@@ -1,0 +1,112 @@
+"""What every translation model offers the loss and the decoders, whatever its architecture.
+
+A model holds two embedding objects, passed in by the caller and never inspected by name:
+
+* ``src_embed``: anything with ``embed(ids) -> vectors`` for the encoder input. With a joint
+  vocabulary it may be the very same sharing object as ``tgt`` (three-way tying); with separate
+  vocabularies it is a ``PlainEmbedding`` (or any sharing object of the source vocabulary).
+* ``tgt``: the sharing strategy of the decoder: decoder input vectors and output logits.
+
+Training: ``forward(src, tgt_in) -> h`` (B, T, d); the loss is ``tgt.loss(h, tgt_out, ...)`` plus
+``regularization()``, computed by the task, never here. Decoding is incremental:
+``state = start(src)``, then ``next_logprobs(prev, state)`` once per output position. Every tensor
+in a decoding state has the batch as its first dimension, so ``reorder_state`` is one index_select.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from embtie.data.subwords import PAD
+
+
+class PlainEmbedding(nn.Module):
+    """A lookup table with the sharing objects' input interface: ``embed(ids) = scale * E[ids]``.
+
+    Used for the encoder when source and target vocabularies differ (only the decoder shares).
+    """
+
+    def __init__(self, vocab_size: int, dim: int, *, embed_scale: float = 1.0, init_std: float | None = None) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.dim = dim
+        self.embed_scale = embed_scale
+        self.weight = nn.Parameter(torch.empty(vocab_size, dim))
+        with torch.no_grad():
+            self.weight.normal_(0.0, dim**-0.5 if init_std is None else init_std)
+
+    def embed(self, ids: Tensor) -> Tensor:
+        """(...,) ids -> (..., d)."""
+        x = F.embedding(ids, self.weight)
+        return x * self.embed_scale if self.embed_scale != 1.0 else x
+
+    def regularization(self) -> Tensor:
+        return self.weight.new_zeros(())
+
+
+def map_state(state: Any, fn) -> Any:
+    """Apply ``fn`` to every tensor of a (nested dict/list/tuple) state; other values pass through."""
+    if isinstance(state, Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return {k: map_state(v, fn) for k, v in state.items()}
+    if isinstance(state, list | tuple):
+        return type(state)(map_state(v, fn) for v in state)
+    return state
+
+
+class Seq2Seq(nn.Module):
+    """Base of the encoder-decoder models: embeddings, regularization, and the decoding interface."""
+
+    def __init__(self, src_embed: nn.Module, tgt: nn.Module) -> None:
+        super().__init__()
+        self.src_embed = src_embed
+        self.tgt = tgt
+
+    @property
+    def three_way_tied(self) -> bool:
+        """True when the encoder input is the decoder's own sharing object."""
+        return self.src_embed is self.tgt
+
+    def embedding_modules(self) -> list[nn.Module]:
+        """The distinct embedding objects (one when three-way tied)."""
+        return [self.tgt] if self.three_way_tied else [self.src_embed, self.tgt]
+
+    def regularization(self) -> Tensor:
+        """Sum of the distinct embedding objects' regularizers (a scalar)."""
+        total = self.tgt.regularization()
+        if not self.three_way_tied and hasattr(self.src_embed, "regularization"):
+            total = total + self.src_embed.regularization()
+        return total
+
+    # ---------------------------------------------------------------- to implement
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """src (B, S), tgt_in (B, T) -> decoder hidden states h (B, T, d) (teacher forcing)."""
+        raise NotImplementedError
+
+    def start(self, src: Tensor) -> dict:
+        """Encode src (B, S) and return the decoding state before the first output token."""
+        raise NotImplementedError
+
+    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+        """prev (B,) the previous output token (BOS first) -> (h (B, d), next state)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- shared
+    @staticmethod
+    def source_mask(src: Tensor) -> Tensor:
+        """(B, S) bool, True at real (non-pad) source positions."""
+        return src != PAD
+
+    def reorder_state(self, state: dict, index: Tensor) -> dict:
+        """Select batch rows ``index`` (N,) of every tensor in the state (beam search)."""
+        return map_state(state, lambda t: t.index_select(0, index))
+
+    def next_logprobs(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+        """prev (B,) -> (log-probabilities (B, V) in float32, next state)."""
+        h, state = self.step(prev, state)
+        return torch.log_softmax(self.tgt.logits(h).float(), dim=-1), state

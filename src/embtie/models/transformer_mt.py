@@ -1,0 +1,231 @@
+"""Encoder-decoder Transformer for translation (Vaswani et al.; fairseq's ``transformer`` family).
+
+Pre- or post-norm, scaled-dot-product attention (``F.scaled_dot_product_attention``), sinusoidal
+positions, and incremental decoding that caches the decoder's self-attention keys/values and the
+cross-attention keys/values of the encoder output. The embeddings (and the output layer) are the
+sharing objects passed in; see ``embtie.models.seq2seq``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from embtie.errors import ConfigError
+from embtie.models.seq2seq import Seq2Seq
+
+
+@dataclass
+class TransformerMTConfig:
+    """Sizes and regularization of the Transformer (defaults: fairseq ``transformer_iwslt_de_en``)."""
+
+    dim: int = 512
+    """model width d (= embedding width)"""
+    enc_layers: int = 6
+    dec_layers: int = 6
+    heads: int = 4
+    ffn_dim: int = 1024
+    dropout: float = 0.3
+    """dropout on embeddings and residual branches"""
+    attn_dropout: float = 0.0
+    act_dropout: float = 0.0
+    """dropout after the FFN activation"""
+    pre_norm: bool = False
+    """LayerNorm before each sublayer (+ a final one) instead of after the residual sum"""
+    max_positions: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("dim", "enc_layers", "dec_layers", "heads", "ffn_dim", "max_positions"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ConfigError(f"transformer {name}={v!r} must be an integer >= 1")
+        if self.dim % self.heads:
+            raise ConfigError(f"transformer dim={self.dim} must be divisible by heads={self.heads}")
+        for name in ("dropout", "attn_dropout", "act_dropout"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0:
+                raise ConfigError(f"transformer {name}={v!r} must be in [0, 1)")
+
+
+def sinusoidal_positions(n: int, dim: int) -> Tensor:
+    """(n, dim) fixed sinusoidal position vectors (sin in the first half, cos in the second)."""
+    half = dim // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / max(half - 1, 1)))
+    ang = torch.arange(n, dtype=torch.float32).unsqueeze(1) * freq.unsqueeze(0)
+    pe = torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)
+    if dim % 2:
+        pe = F.pad(pe, (0, 1))
+    return pe
+
+
+class Attention(nn.Module):
+    """Multi-head attention; ``heads`` heads of width dim/heads, computed with SDPA."""
+
+    def __init__(self, dim: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads = heads
+        self.dropout = dropout
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.o = nn.Linear(dim, dim)
+        for lin in (self.q, self.k, self.v):
+            nn.init.xavier_uniform_(lin.weight, gain=2**-0.5)
+        nn.init.xavier_uniform_(self.o.weight)
+        nn.init.zeros_(self.o.bias)
+
+    def split(self, x: Tensor) -> Tensor:
+        """(B, L, d) -> (B, H, L, d/H)."""
+        return x.unflatten(-1, (self.heads, -1)).transpose(1, 2)
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of x (B, L, d), each (B, H, L, d/H)."""
+        return self.split(self.k(x)), self.split(self.v(x))
+
+    def attend(self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False) -> Tensor:
+        """Queries from x (B, L, d) against k, v (B, H, S, d/H); mask (B, S) True = may attend."""
+        q = self.split(self.q(x))
+        attn_mask = None if mask is None else mask[:, None, None, :]
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0, is_causal=causal
+        )
+        return self.o(y.transpose(1, 2).flatten(2))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim: int, ffn_dim: int, act_dropout: float) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, dim)
+        self.drop = nn.Dropout(act_dropout)
+        for lin in (self.fc1, self.fc2):
+            nn.init.xavier_uniform_(lin.weight)
+            nn.init.zeros_(lin.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.drop(F.relu(self.fc1(x))))
+
+
+class Residual(nn.Module):
+    """x + dropout(f(x)) with a LayerNorm before f (pre-norm) or after the sum (post-norm)."""
+
+    def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.drop = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: Tensor, f) -> Tensor:
+        if self.pre_norm:
+            return x + self.drop(f(self.norm(x)))
+        return self.norm(x + self.drop(f(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: TransformerMTConfig) -> None:
+        super().__init__()
+        self.attn = Attention(c.dim, c.heads, c.attn_dropout)
+        self.ffn = FeedForward(c.dim, c.ffn_dim, c.act_dropout)
+        self.r1 = Residual(c.dim, c.dropout, c.pre_norm)
+        self.r2 = Residual(c.dim, c.dropout, c.pre_norm)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        x = self.r1(x, lambda y: self.attn.attend(y, *self.attn.project_kv(y), mask=mask))
+        return self.r2(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: TransformerMTConfig) -> None:
+        super().__init__()
+        self.self_attn = Attention(c.dim, c.heads, c.attn_dropout)
+        self.cross_attn = Attention(c.dim, c.heads, c.attn_dropout)
+        self.ffn = FeedForward(c.dim, c.ffn_dim, c.act_dropout)
+        self.r1 = Residual(c.dim, c.dropout, c.pre_norm)
+        self.r2 = Residual(c.dim, c.dropout, c.pre_norm)
+        self.r3 = Residual(c.dim, c.dropout, c.pre_norm)
+
+    def forward(self, x: Tensor, mem_k: Tensor, mem_v: Tensor, mem_mask: Tensor, cache: dict | None = None) -> Tensor:
+        """x (B, T, d). Without cache: causal self-attention over x. With cache (incremental, T = 1):
+        this position's keys/values are appended to cache["k"], cache["v"] (B, H, t, d/H)."""
+
+        def self_attention(y: Tensor) -> Tensor:
+            k, v = self.self_attn.project_kv(y)
+            if cache is None:
+                return self.self_attn.attend(y, k, v, causal=y.shape[1] > 1)
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+            return self.self_attn.attend(y, k, v)
+
+        x = self.r1(x, self_attention)
+        x = self.r2(x, lambda y: self.cross_attn.attend(y, mem_k, mem_v, mask=mem_mask))
+        return self.r3(x, self.ffn)
+
+
+class TransformerMT(Seq2Seq):
+    """Encoder-decoder Transformer. ``src_embed``: object with ``embed(ids)``; ``tgt``: the decoder's
+    sharing strategy (may be ``src_embed`` itself for three-way tying)."""
+
+    def __init__(self, config: TransformerMTConfig, src_embed: nn.Module, tgt: nn.Module) -> None:
+        super().__init__(src_embed, tgt)
+        self.config = c = config
+        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.dec_layers))
+        self.enc_norm = nn.LayerNorm(c.dim) if c.pre_norm else nn.Identity()
+        self.dec_norm = nn.LayerNorm(c.dim) if c.pre_norm else nn.Identity()
+        self.drop = nn.Dropout(c.dropout)
+        self.register_buffer("positions", sinusoidal_positions(c.max_positions, c.dim), persistent=False)
+
+    def _embed(self, embedder: nn.Module, ids: Tensor, offset: int = 0) -> Tensor:
+        n = ids.shape[1]
+        if offset + n > self.config.max_positions:
+            raise ConfigError(
+                f"sequence of {offset + n} tokens exceeds max_positions={self.config.max_positions}; "
+                "raise model.max_positions or shorten the input"
+            )
+        x = embedder.embed(ids)
+        return self.drop(x + self.positions[offset : offset + n].to(x.dtype))
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S) -> (memory (B, S, d), mask (B, S) True at real tokens)."""
+        mask = self.source_mask(src)
+        x = self._embed(self.src_embed, src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return self.enc_norm(x), mask
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        memory, mask = self.encode(src)
+        x = self._embed(self.tgt, tgt_in)
+        for layer in self.decoder:
+            x = layer(x, *layer.cross_attn.project_kv(memory), mask)
+        return self.dec_norm(x)
+
+    def start(self, src: Tensor) -> dict:
+        memory, mask = self.encode(src)
+        kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder]
+        return {
+            "mask": mask,
+            "mem_k": [k for k, _ in kv],
+            "mem_v": [v for _, v in kv],
+            "self_k": [],
+            "self_v": [],
+            "pos": 0,
+        }
+
+    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+        pos = state["pos"]
+        x = self._embed(self.tgt, prev[:, None], offset=pos)
+        new_k, new_v = [], []
+        for i, layer in enumerate(self.decoder):
+            cache = {"k": state["self_k"][i], "v": state["self_v"][i]} if pos > 0 else {}
+            x = layer(x, state["mem_k"][i], state["mem_v"][i], state["mask"], cache=cache)
+            new_k.append(cache["k"])
+            new_v.append(cache["v"])
+        state = {**state, "self_k": new_k, "self_v": new_v, "pos": pos + 1}
+        return self.dec_norm(x)[:, 0], state
