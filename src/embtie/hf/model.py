@@ -1,0 +1,162 @@
+"""The class a patched model gets: its transformers class with embtie's forward(labels=...), resizing,
+tying and saving on top.
+
+``apply()`` sets ``model.__class__`` to ``make_patched_class(type(model))``, a subclass of
+``(EmbtieModelMixin, <original class>)`` that keeps the original's name and module (so transformers'
+name-based logic, e.g. the Trainer's causal-LM label shifting and ``config.architectures``, sees the
+model it knows) and whose ``forward`` has the original signature (the Trainer inspects it).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from embtie.hf.families import FAMILIES
+from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
+from embtie.hf.resize import resized_sharing
+from embtie.sharing.base import SharingStrategy
+
+IGNORE_INDEX = -100
+
+
+class EmbtieModelMixin:
+    """Methods shared by every patched model. The sharing object is ``self.embtie_sharing``; the model's
+    input embedding(s) are EmbtieEmbedding and its output layer an EmbtieHead, all serving that object."""
+
+    # transformers ties nothing on a patched model: the sharing object *is* the tying.
+    _tied_weights_keys = None
+    # forward(labels=...) honours num_items_in_batch (gradient accumulation), like transformers' own losses.
+    accepts_loss_kwargs = True
+    _embtie_base: type
+
+    def tie_weights(self, *args: Any, **kwargs: Any) -> None:
+        """No-op: input and output share one object, so there is nothing to re-tie (after loading or resizing)."""
+        return None
+
+    # ------------------------------------------------------------------ loss
+    def _embtie_forward_with_labels(self, base_forward: Callable, labels: Tensor, kwargs: dict[str, Any]):
+        sharing: SharingStrategy = self.embtie_sharing
+        record = self.config.embtie
+        fam = FAMILIES[record["model_type"]]
+        return_dict = kwargs.pop("return_dict", None)
+        if return_dict is None:
+            return_dict = getattr(self.config, "return_dict", True)
+        num_items = kwargs.pop("num_items_in_batch", None)
+        shift_labels = kwargs.pop("shift_labels", None)
+        if kwargs.get("use_cache") is None:
+            kwargs["use_cache"] = False  # a training forward needs no key/value cache
+        no_decoder_inputs = kwargs.get("decoder_input_ids") is None and kwargs.get("decoder_inputs_embeds") is None
+        if fam.encoder_decoder and no_decoder_inputs:
+            kwargs["decoder_input_ids"] = self.prepare_decoder_input_ids_from_labels(labels=labels)
+        head: EmbtieHead = self.get_output_embeddings()
+        with head.capture() as captured:
+            out = base_forward(self, return_dict=True, **kwargs)
+        if len(captured) != 1:
+            raise RuntimeError(f"the output layer was called {len(captured)} times in one forward pass")
+        h = captured[0]  # (B, T, d): the final hidden states the logits are taken from
+        if shift_labels is not None:
+            targets = shift_labels
+        elif fam.encoder_decoder:
+            targets = labels
+        else:  # causal LM: position t predicts token t+1; the last position predicts nothing
+            targets = F.pad(labels[..., 1:], (0, 1), value=IGNORE_INDEX)
+        targets = targets.to(h.device)
+        loss = sharing.loss(h, targets, ignore_index=IGNORE_INDEX)
+        reg = sharing.regularization()
+        if num_items is not None:
+            # sum over this micro-batch / tokens over the accumulated batch (transformers' convention),
+            # and the regulariser in the same share, so it adds up to once per optimizer step.
+            share = targets.ne(IGNORE_INDEX).sum() / torch.as_tensor(num_items, device=h.device)
+            loss = loss * share
+            reg = reg * share
+        loss = loss + reg
+        logits = sharing.logits(h) if record.get("logits_with_labels", False) else None
+        fields = {k: v for k, v in out.items() if k not in ("loss", "logits")}
+        result = type(out)(loss=loss, logits=logits, **fields)
+        return result if return_dict else result.to_tuple()
+
+    # ------------------------------------------------------------------ resizing
+    def resize_token_embeddings(
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
+    ) -> EmbtieEmbedding:
+        """Grow or shrink the sharing object (E, any untied O, bias, fixed targets) to ``new_num_tokens``.
+
+        Existing rows are kept bit-exactly; see ``embtie.hf.resize``. Returns the input embedding module.
+        """
+        old: SharingStrategy = self.embtie_sharing
+        embedding = self.get_input_embeddings()
+        if new_num_tokens is None and pad_to_multiple_of is None:
+            return embedding
+        size = old.vocab_size if new_num_tokens is None else int(new_num_tokens)
+        if pad_to_multiple_of is not None:
+            size = -(-size // pad_to_multiple_of) * pad_to_multiple_of
+        if size != old.vocab_size:
+            new = resized_sharing(old, size, self.config.embtie["options"], mean_resizing=mean_resizing)
+            self.embtie_sharing = new
+            for module in self.modules():
+                if isinstance(module, EmbtieEmbedding | EmbtieHead):
+                    module.bind(new)
+        text_config = self.config.get_text_config()
+        text_config.vocab_size = size
+        if hasattr(self.config, "decoder_vocab_size"):  # Marian keeps the target vocabulary size apart
+            self.config.decoder_vocab_size = size
+        self.vocab_size = size
+        return embedding
+
+
+_PATCHED: dict[type, type] = {}
+
+
+def _positional_to_keywords(signature: inspect.Signature, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    bound = signature.bind_partial(None, *args, **kwargs)  # None stands for self
+    out: dict[str, Any] = {}
+    for i, (name, value) in enumerate(bound.arguments.items()):
+        if i == 0:
+            continue
+        if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        elif signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            raise TypeError("positional *args cannot be forwarded by a patched model")
+        else:
+            out[name] = value
+    return out
+
+
+def _make_forward(base_forward: Callable) -> Callable:
+    signature = inspect.signature(base_forward)
+
+    @functools.wraps(base_forward)
+    def forward(self, *args: Any, **kwargs: Any):
+        if args:
+            kwargs = _positional_to_keywords(signature, args, kwargs)
+        labels = kwargs.pop("labels", None)
+        if labels is None:
+            return base_forward(self, **kwargs)
+        return self._embtie_forward_with_labels(base_forward, labels, kwargs)
+
+    return forward
+
+
+def make_patched_class(base: type) -> type:
+    """The patched subclass of a transformers model class (made once per class)."""
+    if issubclass(base, EmbtieModelMixin):
+        return base
+    cls = _PATCHED.get(base)
+    if cls is None:
+        namespace = {
+            "forward": _make_forward(base.forward),
+            "_embtie_base": base,
+            "__module__": base.__module__,
+            "__qualname__": base.__qualname__,
+            "__doc__": f"{base.__name__} whose token embedding and output layer are one embtie sharing object.",
+        }
+        cls = type(base.__name__, (EmbtieModelMixin, base), namespace)
+        _PATCHED[base] = cls
+    return cls

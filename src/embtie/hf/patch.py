@@ -1,0 +1,181 @@
+"""apply(): put one embtie sharing object in place of a transformers model's token embedding(s) and
+output layer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from embtie import sharing as catalogue
+from embtie.errors import ConfigError
+from embtie.hf.families import (
+    attribute_paths,
+    describe_scale,
+    family_of,
+    input_modules,
+    iter_pretrained_submodels,
+    model_embed_scale,
+)
+from embtie.hf.model import EmbtieModelMixin, make_patched_class
+from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
+from embtie.sharing.base import SharingStrategy
+
+M = TypeVar("M", bound=nn.Module)
+
+RECORD_FORMAT = 1
+
+
+def is_patched(model: nn.Module) -> bool:
+    """True when ``model`` went through ``embtie.hf.apply``."""
+    return isinstance(model, EmbtieModelMixin)
+
+
+def sharing_of(model: nn.Module) -> SharingStrategy:
+    """The sharing object of a patched model."""
+    if not is_patched(model):
+        raise ConfigError(f"{type(model).__name__} has no embtie sharing object; call embtie.hf.apply(model, ...)")
+    return model.embtie_sharing  # type: ignore[return-value]
+
+
+def apply(
+    model: M,
+    strategy: str,
+    *,
+    copy_weights: bool = True,
+    logits_with_labels: bool = False,
+    **options: Any,
+) -> M:
+    """Replace ``model``'s input embedding(s) and output layer with one sharing object; returns ``model``
+    (patched in place).
+
+    model: a supported transformers model with an LM head (see ``embtie.hf.families.FAMILIES``).
+    strategy, options: as for ``embtie.sharing.build``; vocab_size and dim come from the model.
+    copy_weights: copy the model's embedding matrix into the sharing object's E (and its output matrix into
+        an untied O, a nonzero ``final_logits_bias`` into the bias), so that ``tied`` on a tied model gives
+        exactly the model's logits. False keeps the strategy's fresh init (``embtie.hf.load`` uses this).
+    logits_with_labels: forward(labels=...) also returns logits (off by default: the loss is computed by
+        ``sharing.loss`` without keeping the N x V logits).
+
+    Conventions made explicit: an embedding scale the model applies (Marian/BART ``scale_embedding``:
+    sqrt(d_model)) becomes the sharing object's ``embed_scale`` option and the model's own factor is set to
+    1; a logits bias buffer (``final_logits_bias``) becomes the sharing object's ``bias`` when nonzero and is
+    replaced by a (1, 1) zero buffer. Everything done is listed in ``model.config.embtie["conventions"]``.
+    """
+    if is_patched(model):
+        raise ConfigError(
+            f"this model already uses embtie strategy {model.config.embtie['strategy']!r}; apply a strategy to an "
+            "unpatched model (e.g. a fresh from_pretrained)"
+        )
+    fam = family_of(model)
+    embedding = model.get_input_embeddings()
+    output = model.get_output_embeddings()
+    vocab_size, dim = embedding.weight.shape
+    if tuple(output.weight.shape) != (vocab_size, dim):
+        raise ConfigError(
+            f"input embedding {tuple(embedding.weight.shape)} and output layer {tuple(output.weight.shape)} "
+            "differ in shape; embtie.hf needs one vocabulary for both"
+        )
+    embeddings = input_modules(model, fam)
+    in_paths = [p for m in embeddings for p in attribute_paths(model, m)]
+    out_paths = attribute_paths(model, output)
+    opts = dict(options)
+    conventions: list[str] = []
+
+    scale, scale_holders = model_embed_scale(fam, embeddings, in_paths)
+    if scale != 1.0:
+        where = ", ".join(f"{p}.embed_scale" for _, p in scale_holders) or "inside the embedding module"
+        if "embed_scale" in opts:
+            conventions.append(f"the model's embedding scale {scale:g} ({where}) replaced by option embed_scale")
+        else:
+            opts["embed_scale"] = describe_scale(scale, dim)
+            conventions.append(
+                f"embedding scale {scale:g} ({where}) moved into the sharing object as embed_scale="
+                f"{opts['embed_scale']!r}"
+            )
+
+    logits_bias = getattr(model, fam.logits_bias) if fam.logits_bias else None
+    bias_nonzero = logits_bias is not None and bool(logits_bias.detach().ne(0).any())
+    if bias_nonzero and copy_weights:
+        if "bias" not in opts:
+            opts["bias"] = True
+        if opts["bias"]:
+            conventions.append(f"nonzero {fam.logits_bias} copied into the sharing object's bias")
+        else:
+            conventions.append(f"nonzero {fam.logits_bias} dropped (option bias=False)")
+    if getattr(output, "bias", None) is not None:
+        raise ConfigError("output layers with their own bias are not supported by embtie.hf")
+
+    try:
+        json.dumps(opts)
+    except TypeError as e:
+        raise ConfigError(f"strategy options must be plain numbers, strings or booleans: {e}") from None
+    sharing = catalogue.build(strategy, vocab_size=vocab_size, dim=dim, **opts)
+    sharing.to(device=embedding.weight.device, dtype=embedding.weight.dtype)
+    sharing.train(model.training)
+
+    if copy_weights:
+        conventions.extend(_copy_weights(sharing, embedding, output, logits_bias if bias_nonzero else None))
+        for other in embeddings[1:]:
+            if not torch.equal(other.weight, embedding.weight):
+                conventions.append("an input embedding table that differed from the main one was replaced by E")
+
+    emb_module, head_module = EmbtieEmbedding(sharing), EmbtieHead(sharing)
+    for parent, attr, _ in in_paths:
+        setattr(parent, attr, emb_module)
+    for parent, attr, _ in out_paths:
+        setattr(parent, attr, head_module)
+    for holder, _ in scale_holders:
+        holder.embed_scale = 1.0
+    if logits_bias is not None:
+        # (1, 1) zeros broadcast against both the (B, T, V) logits and the head's empty capture output.
+        model.register_buffer(fam.logits_bias, logits_bias.new_zeros(1, 1))
+    for sub in iter_pretrained_submodels(model):
+        sub._tied_weights_keys = None
+        sub.all_tied_weights_keys = {}
+
+    model.add_module("embtie_sharing", sharing)
+    base = type(model)
+    model.__class__ = make_patched_class(base)
+    model.config.embtie = {
+        "format": RECORD_FORMAT,
+        "strategy": strategy,
+        "options": opts,
+        "logits_with_labels": bool(logits_with_labels),
+        "base_class": base.__name__,
+        "model_type": fam.model_type,
+        "vocab_size": vocab_size,
+        "dim": dim,
+        "input_paths": [p for _, _, p in in_paths],
+        "output_paths": [p for _, _, p in out_paths],
+        "conventions": conventions,
+    }
+    return model
+
+
+def _copy_weights(
+    sharing: SharingStrategy, embedding: nn.Module, output: nn.Module, logits_bias: torch.Tensor | None
+) -> list[str]:
+    notes = ["input embedding copied into the sharing object's E (weight)"]
+    out_weight = getattr(sharing, "out_weight", None)
+    separate_output = output.weight is not embedding.weight
+    with torch.no_grad():
+        sharing.weight.copy_(embedding.weight)
+        if isinstance(out_weight, nn.Parameter):
+            out_weight.copy_(output.weight)
+            notes.append("output layer copied into the sharing object's O (out_weight)")
+        elif separate_output and not torch.equal(output.weight, embedding.weight):
+            notes.append(f"the model's separate output matrix is not used by strategy {sharing.name!r}")
+        if logits_bias is not None and sharing.bias is not None:
+            sharing.bias.copy_(logits_bias.reshape(-1))
+        zero = sharing.weight.eq(0).all(dim=1)
+        if bool(zero.any()) and sharing.head().row_scale is not None:
+            # A zero row (transformers zeroes the padding_idx row) has no direction: a strategy that scales
+            # rows by their norm would divide by ~0 and send huge gradients to it. Give it the strategy's init.
+            fresh = sharing.init_(torch.empty_like(sharing.weight[zero]))
+            sharing.weight[zero] = fresh
+            rows = zero.nonzero().flatten().tolist()
+            notes.append(f"zero rows {rows[:8]} of E (padding) re-initialised: {sharing.name} divides by row norms")
+    return notes
