@@ -6,15 +6,14 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 pytest.importorskip("transformers")
 
-import embtie.hf as eh  # noqa: E402
-from embtie import sharing  # noqa: E402
-from embtie.errors import ConfigError  # noqa: E402
-from embtie.hf.modules import EmbtieEmbedding, EmbtieHead  # noqa: E402
-from embtie.hf.tiny import tiny_model  # noqa: E402
+import embtie.hf as eh
+from embtie import sharing
+from embtie.errors import ConfigError
+from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
+from embtie.hf.tiny import tiny_model
 
 V = 80
 ENC_DEC = ("marian", "bart")
