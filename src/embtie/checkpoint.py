@@ -1,0 +1,149 @@
+"""Checkpoints of a run directory, written atomically.
+
+Layout::
+
+    RUN_DIR/checkpoints/step-00001234/
+        model.safetensors     weights; tensors shared between modules are stored once and re-tied
+                              on load (safetensors.torch.save_model / load_model semantics)
+        optim.safetensors     optimizer tensors (Adam moments, step counters, SGD momentum)
+        rank{r}.safetensors   per-process tensors: RNG states, carried hidden state
+        state.json            step, data position, optimizer scalars and param groups, schedule,
+                              counters, the metrics.jsonl length at this step
+    RUN_DIR/checkpoints/latest    name of the newest complete checkpoint
+
+A checkpoint is written into a hidden temporary folder, renamed into place with ``os.replace`` and
+only then named in ``latest`` (itself replaced atomically), so a process killed at any moment leaves
+the previous checkpoint intact and pointed to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, load_model, save_file, save_model
+from torch import Tensor, nn
+
+CKPT = "checkpoints"
+LATEST = "latest"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def latest(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint folder of a run, or None."""
+    root = Path(run_dir) / CKPT
+    p = root / LATEST
+    if not p.is_file():
+        return None
+    d = root / p.read_text(encoding="utf-8").strip()
+    return d if (d / "state.json").is_file() else None
+
+
+def tmp_dir(run_dir: Path, step: int) -> Path:
+    return Path(run_dir) / CKPT / f".tmp-step-{step:08d}"
+
+
+def begin(run_dir: Path, step: int) -> Path:
+    """Create (empty) the temporary folder of the checkpoint at ``step``."""
+    d = tmp_dir(run_dir, step)
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    return d
+
+
+def save_rank(d: Path, rank: int, tensors: dict[str, Tensor]) -> None:
+    save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(d / f"rank{rank}.safetensors"))
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Optimizer state_dict -> (tensors by "param_index.key", JSON-able rest)."""
+    sd = optimizer.state_dict()
+    tensors: dict[str, Tensor] = {}
+    scalars: dict[str, dict[str, Any]] = {}
+    for pid, st in sd["state"].items():
+        for k, v in st.items():
+            if torch.is_tensor(v):
+                tensors[f"{pid}.{k}"] = v.detach().cpu().contiguous()
+            else:
+                scalars.setdefault(str(pid), {})[k] = v
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def optimizer_state(tensors: dict[str, Tensor], meta: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of ``optimizer_tensors``: a state_dict for ``optimizer.load_state_dict``."""
+    state: dict[int, dict[str, Any]] = {}
+    for name, t in tensors.items():
+        pid, key = name.split(".", 1)
+        state.setdefault(int(pid), {})[key] = t
+    for pid, kv in meta["scalars"].items():
+        state.setdefault(int(pid), {}).update(kv)
+    groups = []
+    for g in meta["param_groups"]:
+        g = dict(g)
+        if "betas" in g:
+            g["betas"] = tuple(g["betas"])
+        groups.append(g)
+    return {"state": state, "param_groups": groups}
+
+
+def commit(
+    run_dir: Path, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], keep: int = 1
+) -> Path:
+    """Write the shared files into the temporary folder of ``step``, move it into place, point
+    ``latest`` at it, and remove older checkpoints (keeping ``keep``). Rank 0 only."""
+    d = tmp_dir(run_dir, step)
+    save_model(model, str(d / "model.safetensors"))
+    tensors, meta = optimizer_tensors(optimizer)
+    save_file(tensors, str(d / "optim.safetensors"))
+    (d / "state.json").write_text(json.dumps({**state, "optimizer": meta}, indent=1), encoding="utf-8")
+    root = Path(run_dir) / CKPT
+    final = root / f"step-{step:08d}"
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(d, final)
+    write_atomic(root / LATEST, final.name)
+    cleanup(run_dir, keep=keep)
+    return final
+
+
+def cleanup(run_dir: Path, keep: int = 1) -> None:
+    """Remove temporary folders and all but the newest ``keep`` complete checkpoints."""
+    root = Path(run_dir) / CKPT
+    if not root.is_dir():
+        return
+    cur = latest(run_dir)
+    done = sorted(p for p in root.glob("step-*") if p.is_dir())
+    keep_set = {p.name for p in done[-keep:]} | ({cur.name} if cur else set())
+    for p in root.iterdir():
+        if p.is_dir() and (p.name.startswith(".tmp-") or (p.name.startswith("step-") and p.name not in keep_set)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def load_weights(model: nn.Module, ckpt: Path) -> None:
+    """Load ``model.safetensors`` into ``model`` in place (tied tensors stay one tensor)."""
+    missing, unexpected = load_model(model, str(Path(ckpt) / "model.safetensors"), strict=True)
+    assert not missing and not unexpected
+
+
+def load_state(ckpt: Path) -> dict[str, Any]:
+    return json.loads((Path(ckpt) / "state.json").read_text(encoding="utf-8"))
+
+
+def load_optimizer(optimizer: torch.optim.Optimizer, ckpt: Path, state: dict[str, Any]) -> None:
+    tensors = load_file(str(Path(ckpt) / "optim.safetensors"))
+    optimizer.load_state_dict(optimizer_state(tensors, state["optimizer"]))
+
+
+def load_rank(ckpt: Path, rank: int) -> dict[str, Tensor]:
+    return load_file(str(Path(ckpt) / f"rank{rank}.safetensors"))

@@ -1,0 +1,38 @@
+"""``embtie train PRESET_OR_YAML [key=value ...] --out RUN_DIR``: train (or resume) one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from embtie.config import load_config, preset_names
+
+HELP = "train a model with a sharing strategy (a preset or YAML config, key=value overrides)"
+DESCRIPTION = (
+    "Train one run into RUN_DIR (config.yaml, metrics.jsonl, checkpoints/, summary.json). Running the "
+    "same command again resumes from the newest checkpoint; a finished run is not retrained. "
+    "Multi-process: torchrun --nproc_per_node=N -m embtie train ..."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help=f"preset ({', '.join(preset_names())}) or path to a YAML config")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. sharing.name=l2norm train.max_steps=50")
+    parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (created, or resumed)")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, args.overrides)
+    if args.print_config:
+        print(cfg.to_yaml(), end="")
+        return 0
+    from embtie.train import train
+
+    summary = train(cfg, args.out)
+    import os
+
+    if int(os.environ.get("RANK", "0")) == 0:
+        keys = ("valid_ppl", "best_valid_ppl", "step0_loss", "steps", "tokens_per_s", "params_learned")
+        print(json.dumps({k: summary.get(k) for k in keys}))
+    return 0

@@ -1,0 +1,100 @@
+"""The LSTM language model of Zaremba et al. (2014) as Press & Wolf (2016) used it.
+
+    x = dropout(sharing.embed(ids))                (B, T, d_emb)
+    y, state = LSTM(x, state)                       n_layers x hidden, dropout between layers
+    h = proj(dropout(y))                            (B, T, d_emb); proj only when hidden != d_emb
+    loss = sharing.loss(h, targets)                 computed by the task, never here
+
+Every weight of the model (LSTM matrices and biases, projection) is initialised uniformly in
+[-init_range, init_range]; give the strategy the same init with ``sharing.options.init_range``.
+The hidden state is carried from one batch to the next (truncated BPTT): the model is ``stateful``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from embtie.errors import ConfigError
+from embtie.models.registry import register
+
+LSTMState = tuple[Tensor, Tensor]
+"""(h, c), each (n_layers, B, hidden)."""
+
+
+@dataclass
+class LSTMConfig:
+    """Shape and initialisation of the LSTM LM (defaults: Zaremba's small model)."""
+
+    name: str = "lstm"
+    emb_dim: int = 200
+    """embedding width (= the strategy's dim)."""
+    hidden: int = 200
+    n_layers: int = 2
+    dropout: float = 0.0
+    """on the embeddings, between layers and on the output (Zaremba's medium/large use 0.5/0.65)."""
+    init_range: float = 0.1
+    """uniform init in [-init_range, init_range] of every model weight."""
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.emb_dim
+
+    def validate(self) -> None:
+        for k in ("emb_dim", "hidden", "n_layers"):
+            if getattr(self, k) < 1:
+                raise ConfigError(f"model.{k}={getattr(self, k)} must be >= 1")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
+        if not self.init_range > 0:
+            raise ConfigError(f"model.init_range={self.init_range} must be > 0")
+
+
+@register("lstm", LSTMConfig)
+class LSTMLM(nn.Module):
+    """``forward(ids (B, T), state) -> (h (B, T, d_emb), state)``; ``init_state(B)`` gives zeros."""
+
+    stateful = True
+
+    def __init__(self, config: LSTMConfig, sharing: nn.Module) -> None:
+        super().__init__()
+        if sharing.dim != config.emb_dim:
+            raise ConfigError(f"sharing strategy width {sharing.dim} != model.emb_dim={config.emb_dim}")
+        self.config = config
+        self.sharing = sharing
+        self.drop = nn.Dropout(config.dropout) if config.dropout > 0 else nn.Identity()
+        self.lstm = nn.LSTM(
+            config.emb_dim,
+            config.hidden,
+            num_layers=config.n_layers,
+            dropout=config.dropout if config.n_layers > 1 else 0.0,
+            batch_first=True,
+        )
+        self.proj = nn.Linear(config.hidden, config.emb_dim) if config.hidden != config.emb_dim else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        a = self.config.init_range
+        mods = [self.lstm] + ([self.proj] if self.proj is not None else [])
+        for m in mods:
+            for p in m.parameters():
+                nn.init.uniform_(p, -a, a)
+
+    def init_state(self, batch_size: int, device: torch.device | str | None = None) -> LSTMState:
+        """Zero (h, c), each (n_layers, batch_size, hidden)."""
+        shape = (self.config.n_layers, batch_size, self.config.hidden)
+        w = self.lstm.weight_ih_l0
+        return (w.new_zeros(shape, device=device), w.new_zeros(shape, device=device))
+
+    def forward(self, ids: Tensor, state: LSTMState | None = None) -> tuple[Tensor, LSTMState]:
+        """ids: (B, T) long; state: (h, c) or None (zeros) -> (h: (B, T, d_emb), new state)."""
+        if state is None:
+            state = self.init_state(ids.shape[0], ids.device)
+        x = self.drop(self.sharing.embed(ids))
+        y, state = self.lstm(x, state)
+        y = self.drop(y)
+        if self.proj is not None:
+            y = self.proj(y)
+        return y, state

@@ -1,0 +1,92 @@
+"""Optimizer with explicit parameter groups, and learning-rate schedules as pure functions of the step.
+
+Parameter groups (each with its own weight decay, set explicitly):
+- ``embedding``: the strategy's vocabulary-sized matrices (E, a separate O): ``embedding_weight_decay``;
+- ``decay``: every other matrix (ndim >= 2): ``weight_decay``;
+- ``no_decay``: vectors and scalars (biases, norm gains, learned scales): 0.
+
+The schedule is a function of the step alone (``lr_factor``), so resuming needs only the step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from embtie.config import TrainConfig
+
+
+def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
+    """Trainable parameters of ``model`` split into embedding / decay / no_decay groups (each named).
+
+    A parameter reachable under two names (tied modules) appears once.
+    """
+    strategy = getattr(model, "sharing", None)
+    vocab = getattr(strategy, "vocab_size", None)
+    emb_ids = set()
+    if strategy is not None:
+        emb_ids = {id(p) for p in strategy.parameters() if p.dim() == 2 and p.shape[0] == vocab}
+    groups: dict[str, list[nn.Parameter]] = {"embedding": [], "decay": [], "no_decay": []}
+    seen: set[int] = set()
+    for p in model.parameters():  # parameters() already deduplicates shared tensors
+        if not p.requires_grad or id(p) in seen:
+            continue
+        seen.add(id(p))
+        if id(p) in emb_ids:
+            groups["embedding"].append(p)
+        elif p.dim() >= 2:
+            groups["decay"].append(p)
+        else:
+            groups["no_decay"].append(p)
+    decay = {"embedding": cfg.embedding_weight_decay, "decay": cfg.weight_decay, "no_decay": 0.0}
+    return [{"name": k, "params": v, "weight_decay": decay[k]} for k, v in groups.items() if v]
+
+
+def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    groups = param_groups(model, cfg)
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+    # fused: one kernel per step instead of a dozen elementwise passes over every tensor
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, fused=True)
+
+
+def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:
+    """Steps of the run: epochs x steps_per_epoch, capped by max_steps."""
+    n = math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs is not None else None
+    if cfg.max_steps is not None:
+        n = cfg.max_steps if n is None else min(n, cfg.max_steps)
+    assert n is not None
+    return max(int(n), 1)
+
+
+def lr_factor(step: int, cfg: TrainConfig, total: int, steps_per_epoch: int) -> float:
+    """Multiplier of the peak lr for the update made at ``step`` (0-based).
+
+    Linear warmup over ``warmup_steps``; then ``constant``; ``cosine`` / ``linear`` decay to
+    ``min_lr_ratio`` at the last step; ``inverse_sqrt`` = sqrt(warmup / step) (Vaswani et al.);
+    ``step`` = decay_factor ** max(0, epoch + 1 - decay_after_epochs) with 0-based epochs (Zaremba et
+    al.: lr 1 for 4 epochs, then halved every epoch).
+    """
+    w = cfg.warmup_steps
+    if step < w:
+        return (step + 1) / w
+    if cfg.schedule == "constant":
+        return 1.0
+    if cfg.schedule == "step":
+        epoch = step // max(steps_per_epoch, 1)
+        return cfg.decay_factor ** max(0, epoch + 1 - cfg.decay_after_epochs)
+    if cfg.schedule == "inverse_sqrt":
+        return math.sqrt(max(w, 1) / max(step + 1, 1)) if step + 1 > max(w, 1) else 1.0
+    progress = (step - w) / max(total - 1 - w, 1)
+    progress = min(max(progress, 0.0), 1.0)
+    lo = cfg.min_lr_ratio
+    if cfg.schedule == "cosine":
+        return lo + (1 - lo) * 0.5 * (1 + math.cos(math.pi * progress))
+    return 1.0 - (1 - lo) * progress  # linear
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for g in optimizer.param_groups:
+        g["lr"] = lr

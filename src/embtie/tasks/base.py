@@ -1,0 +1,99 @@
+"""What a task is to the training loop (``embtie.train``): data, model, loss and evaluation.
+
+A task turns a RunConfig into everything the loop needs, so that the loop is the same for language
+modelling (``lm``) and translation:
+
+- ``build_model()``: the model (with its sharing object(s)) for this task's vocabulary.
+- ``steps_per_epoch(world)`` and ``train_batch(epoch, index, rank, world, device)``: random access to
+  the training batches, so the data position of a run is just (epoch, index) and resuming needs no
+  iterator state. ``rank``/``world`` select this process's share of the global batch.
+- ``init_carry`` / ``loss``: the training loss of one batch. ``carry`` is state passed from one batch
+  to the next (an LSTM's hidden state; ``None`` for stateless models) and saved in checkpoints.
+- ``evaluate(model, split, path)``: metrics of a split (``{"loss", "ppl", "tokens", ...}``), token-weighted.
+- ``save(run_dir)`` / ``load(cfg, run_dir)``: the vocabulary, kept with the run.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from embtie.config import RunConfig
+
+
+@dataclass
+class StepLoss:
+    """The loss of one training batch on one process."""
+
+    objective: Tensor
+    """scalar to backpropagate: mean cross-entropy + the strategy's regularization()."""
+    ce: Tensor
+    """scalar mean cross-entropy over this batch's target tokens (detached), for logging."""
+    tokens: int
+    """target tokens in this batch (on this process)."""
+
+
+class Task(ABC):
+    """Base class of tasks; register subclasses with ``embtie.tasks.register``."""
+
+    name: ClassVar[str] = ""
+    data_config: ClassVar[type]
+    """the dataclass of the config's ``data`` section."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+
+    @classmethod  # noqa: B027 - optional hook
+    def check_config(cls, cfg: RunConfig) -> None:
+        """Cross-section checks (e.g. sequence length vs the model's max_len); raise ConfigError."""
+
+    # ------------------------------------------------------------------ model
+    @abstractmethod
+    def build_model(self) -> nn.Module:
+        """The model for this task, with its strategy as ``model.sharing`` (seeded by the caller)."""
+
+    # ------------------------------------------------------------------ training data
+    @abstractmethod
+    def steps_per_epoch(self, world_size: int = 1) -> int:
+        """Optimizer steps in one pass over the training data."""
+
+    @abstractmethod
+    def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> Any:
+        """Batch ``index`` (0-based) of ``epoch``: this rank's share of the global batch, on ``device``."""
+
+    def init_carry(self, model: nn.Module, rank: int, world_size: int, device: torch.device) -> Any:
+        """State carried across batches, reset at each epoch start (None for stateless models)."""
+        return None
+
+    @abstractmethod
+    def loss(self, model: nn.Module, batch: Any, carry: Any) -> tuple[StepLoss, Any]:
+        """The training loss of ``batch`` (via the model's sharing object) and the next carry."""
+
+    def carry_to_tensors(self, carry: Any) -> dict[str, Tensor]:
+        """Carry -> named tensors for a checkpoint."""
+        return {}
+
+    def carry_from_tensors(self, tensors: dict[str, Tensor], device: torch.device) -> Any:
+        return None
+
+    # ------------------------------------------------------------------ evaluation
+    @abstractmethod
+    def evaluate(
+        self, model: nn.Module, split: str = "valid", path: str | Path | None = None, max_batches: int | None = None
+    ) -> dict[str, Any]:
+        """Token-weighted metrics of ``split`` (or of the user file ``path``): at least loss, ppl, tokens."""
+
+    # ------------------------------------------------------------------ run directory
+    def save(self, run_dir: Path) -> None:  # noqa: B027 - optional hook
+        """Write what is needed to rebuild this task without the training data (the vocabulary)."""
+
+    @classmethod
+    def load(cls, cfg: RunConfig, run_dir: Path) -> Task:
+        """Rebuild the task of a run directory (default: from the config alone)."""
+        return cls(cfg)

@@ -1,0 +1,76 @@
+"""Config loading: presets, overrides, validation messages, round trip."""
+
+import pytest
+
+from embtie.config import config_from_dict, load_config, parse_override, preset_names
+from embtie.errors import ConfigError
+
+
+def test_presets_load_and_round_trip():
+    mine = ("ptb-gpt-tiny", "ptb-lstm-small", "wikitext2-gpt-small")
+    assert set(mine) <= set(preset_names())
+    for name in mine:
+        cfg = load_config(name)
+        again = config_from_dict(cfg.to_dict())
+        assert again == cfg
+
+
+def test_overrides_are_parsed_as_yaml_scalars_and_applied():
+    cfg = load_config(
+        "ptb-gpt-tiny",
+        ["sharing.name=l2norm", "sharing.options.bias=true", "train.max_steps=50", "train.lr=3e-4", "seed=7"],
+    )
+    assert cfg.sharing.name == "l2norm"
+    assert cfg.sharing.options == {"bias": True}
+    assert cfg.train.max_steps == 50 and cfg.train.lr == pytest.approx(3e-4) and cfg.seed == 7
+    assert parse_override("train.grad_clip=null") == ("train.grad_clip", None)
+    assert load_config("ptb-gpt-tiny", ["train.grad_clip=null"]).train.grad_clip is None
+
+
+def test_lstm_preset_is_press_and_wolf_small():
+    cfg = load_config("ptb-lstm-small")
+    m, d, t = cfg.model, cfg.data, cfg.train
+    assert (m.n_layers, m.hidden, m.emb_dim, m.dropout, m.init_range) == (2, 200, 200, 0.0, 0.1)
+    assert (d.bptt, d.batch_size, t.optimizer, t.epochs, t.decay_after_epochs) == (20, 20, "sgd", 13, 4)
+    # lr 1 / clip 5 on a cost summed over the 20 steps == lr 20 / clip 0.25 on the per-token mean
+    assert t.lr / d.bptt == pytest.approx(1.0) and t.grad_clip * d.bptt == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["train.max_step=5"], r"unknown key 'train.max_step'; valid keys: .*max_steps"),
+        (["train.lr=fast"], r"train.lr='fast' must be a number"),
+        (["train.optimizer=adam"], r"train.optimizer='adam' must be one of: adamw, sgd"),
+        (["model.n_heads=3"], r"model.dim=128 must be divisible by model.n_heads=3"),
+        (["model.name=lstm"], r"unknown key 'model.\w+' for model 'lstm'; valid keys: name, emb_dim"),
+        (["model.name=nope"], r"unknown model 'nope'; choose one of: gpt, lstm"),
+        (["sharing.name=nope"], r"unknown strategy 'nope'"),
+        (["sharing.options.colour=red"], r"unknown option 'sharing.options.colour' for strategy 'tied'"),
+        (["data.bptt=100"], r"data.bptt=100 > model.max_len=64"),
+        (["task=mt9"], r"unknown task 'mt9'"),
+        (["train.epochs=null", "train.max_steps=null"], r"set at least one"),
+        (["colour=red"], r"unknown key 'colour'; valid keys: task, seed"),
+        (["trainmax_steps"], r"must look like key=value"),
+        (["train.max_steps=2.5"], r"must be an integer"),
+    ],
+)
+def test_invalid_configs_give_one_line_errors(overrides, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        load_config("ptb-gpt-tiny", overrides)
+    assert "\n" not in str(e.value)
+
+
+def test_unknown_preset_lists_presets(tmp_path):
+    with pytest.raises(ConfigError, match=r"unknown preset 'ptb-gtp'; choose one of: .*ptb-gpt-tiny"):
+        load_config("ptb-gtp")
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(str(tmp_path / "missing.yaml"))
+    p = tmp_path / "mine.yaml"
+    p.write_text(load_config("ptb-lstm-small").to_yaml())
+    assert load_config(str(p), ["sharing.name=tied"]).sharing.name == "tied"
+
+
+def test_shuffle_with_stateful_model_is_refused():
+    with pytest.raises(ConfigError, match=r"data.shuffle=true breaks the hidden state"):
+        load_config("ptb-lstm-small", ["data.shuffle=true"])
