@@ -1,0 +1,86 @@
+"""``embtie hf-compare``: train a small Hugging Face model with several sharing strategies on PTB (HF Trainer)."""
+
+from __future__ import annotations
+
+import argparse
+
+import yaml
+
+HELP = "train a small Hugging Face model with several sharing strategies on PTB and compare perplexity"
+DESCRIPTION = (
+    "Build a transformers causal LM from MODEL_CONFIG.json (e.g. configs/hf/gpt2-tiny.json), apply each "
+    "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB, and write "
+    "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model_config", metavar="MODEL_CONFIG.json", help="transformers config JSON with model_type")
+    parser.add_argument("--strategies", default="tied,l2norm,fixed", help="comma-separated (default tied,l2norm,fixed)")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=VALUE",
+        help="a strategy option, e.g. fixed.logit_scale=learned (repeatable)",
+    )
+    parser.add_argument("--steps", type=int, default=300, help="optimizer steps per strategy (default 300)")
+    parser.add_argument("--out", default=None, help="output folder (default runs/hf-compare-<config name>)")
+    parser.add_argument("--dataset", default="ptb", help="ptb or wikitext-2 (default ptb)")
+    parser.add_argument("--block", type=int, default=64, help="tokens per example (default 64)")
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
+    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate, AdamW + cosine (default 3e-3)")
+    parser.add_argument("--warmup-steps", type=int, default=30, help="linear warmup steps (default 30)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--init",
+        choices=["model", "strategy"],
+        default="model",
+        help="E starts as the model's own embedding (default) or the strategy's init",
+    )
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto")
+    parser.add_argument("--train-tokens", type=int, default=None, help="use only the first N training tokens")
+    parser.add_argument("--valid-tokens", type=int, default=None, help="use only the first N validation tokens")
+    parser.add_argument("--save-models", action="store_true", help="save each trained model (embtie.hf.load)")
+
+
+def parse_options(items: list[str]) -> dict[str, dict]:
+    """["fixed.logit_scale=learned", ...] -> {"fixed": {"logit_scale": "learned"}} (values parsed as YAML)."""
+    from embtie.errors import ConfigError
+
+    out: dict[str, dict] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        strategy, dot, option = key.partition(".")
+        if not sep or not dot or not strategy or not option:
+            raise ConfigError(f"--option {item!r} must look like STRATEGY.KEY=VALUE, e.g. fixed.logit_scale=learned")
+        out.setdefault(strategy, {})[option] = yaml.safe_load(value)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from embtie.hf.compare import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
+
+    cfg = HFCompareConfig(
+        model_config=args.model_config,
+        strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
+        options=parse_options(args.option),
+        out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
+        dataset=args.dataset,
+        steps=args.steps,
+        block=args.block,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup_steps=args.warmup_steps,
+        seed=args.seed,
+        init=args.init,
+        device=args.device,
+        train_tokens=args.train_tokens,
+        valid_tokens=args.valid_tokens,
+        save_models=args.save_models,
+    )
+    run_hf_compare(cfg)
+    print(f"wrote {cfg.out}/results.json and results.md")
+    return 0

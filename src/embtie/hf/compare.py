@@ -1,0 +1,228 @@
+"""Train one small transformers model per sharing strategy on word-level PTB with the HF Trainer and
+report validation perplexity: the comparison embtie's own models get, for Hugging Face users.
+
+Every strategy starts from the same model: the body is drawn with the same seed and, with
+``init="model"`` (the default), E is the model's own initial embedding (copied by ``apply``), so the
+strategies differ only in how E is used and what the output layer is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from embtie import sharing as catalogue
+from embtie.data.lm import EOS
+from embtie.errors import ConfigError, DataError
+from embtie.hf._require import require_transformers
+from embtie.hf.lm_data import lm_datasets
+from embtie.hf.patch import apply, sharing_of
+
+
+@dataclass
+class HFCompareConfig:
+    """One ``embtie hf-compare`` run."""
+
+    model_config: str
+    """path of a transformers config JSON with ``model_type`` (a decoder-only family); vocab_size is set
+    to the dataset's vocabulary."""
+    strategies: list[str] = field(default_factory=lambda: ["tied", "l2norm", "fixed"])
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """strategy name -> options for ``embtie.hf.apply`` (e.g. {"fixed": {"logit_scale": "learned"}})."""
+    out: str = "runs/hf-compare"
+    dataset: str = "ptb"
+    steps: int = 300
+    block: int = 64
+    """tokens per training example (each block of block+1 tokens predicts block tokens)."""
+    batch_size: int = 32
+    eval_batch_size: int = 32
+    lr: float = 3e-3
+    warmup_steps: int = 30
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+    init: str = "model"
+    """"model": E starts as the model's own initial embedding (same for every strategy); "strategy": the
+    strategy's own init (e.g. tied-loginit's ln(V)/d)."""
+    device: str = "auto"
+    """auto (what the Trainer picks), or cpu."""
+    train_tokens: int | None = None
+    """use only this many training tokens (quick runs); None: the whole split."""
+    valid_tokens: int | None = None
+    save_models: bool = False
+    """save_pretrained each trained model into OUT/STRATEGY/model (load with embtie.hf.load)."""
+
+    def validate(self) -> None:
+        if not self.strategies:
+            raise ConfigError("give at least one strategy, e.g. --strategies tied,l2norm,fixed")
+        for name in [*self.strategies, *self.options]:
+            catalogue.get(name)  # ConfigError listing the valid names
+        for key in ("steps", "block", "batch_size", "eval_batch_size"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key.replace('_', '-')}={getattr(self, key)} must be >= 1")
+        if self.init not in ("model", "strategy"):
+            raise ConfigError(f"init={self.init!r} must be 'model' or 'strategy'")
+        if self.device not in ("auto", "cpu"):
+            raise ConfigError(f"device={self.device!r} must be 'auto' or 'cpu'")
+
+
+def read_model_config(path: str | Path) -> dict[str, Any]:
+    """The JSON dict of a transformers config file (must name its ``model_type``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"model config {p} does not exist; give a transformers config JSON (see configs/hf/)")
+    try:
+        raw = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"model config {p} is not valid JSON: {e}") from None
+    if not isinstance(raw, dict) or "model_type" not in raw:
+        raise ConfigError(f'model config {p} must be a JSON object with a "model_type" (e.g. "gpt2", "llama")')
+    return raw
+
+
+def model_config(raw: dict[str, Any], vocab_size: int, eos_id: int | None = None):
+    """The transformers config of ``raw`` for ``vocab_size`` tokens; bos/eos default to the dataset's <eos>."""
+    transformers = require_transformers()
+    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "transformers_version")}
+    kwargs["vocab_size"] = vocab_size
+    for key in ("bos_token_id", "eos_token_id"):
+        kwargs.setdefault(key, eos_id)
+    try:
+        config = transformers.AutoConfig.for_model(raw["model_type"], **kwargs)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"bad model config for {raw['model_type']!r}: {e}") from None
+    if getattr(config, "is_encoder_decoder", False):
+        raise ConfigError(
+            f"hf-compare trains causal language models; {raw['model_type']} is an encoder-decoder "
+            "(use embtie.hf.apply on it in your own translation script)"
+        )
+    return config
+
+
+def build_model(config):
+    """A freshly initialised causal-LM model of ``config`` (the seed is the caller's)."""
+    transformers = require_transformers()
+    try:
+        return transformers.AutoModelForCausalLM.from_config(config)
+    except ValueError as e:
+        raise ConfigError(f"no causal-LM model class for model_type {config.model_type!r}: {e}") from None
+
+
+def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, out: Path) -> dict[str, Any]:
+    transformers = require_transformers()
+    vocab, train_ds, valid_ds = data
+    options = dict(cfg.options.get(strategy, {}))
+    torch.manual_seed(cfg.seed)
+    model = build_model(model_config(raw, len(vocab), vocab.stoi.get(EOS)))
+    apply(model, strategy, copy_weights=cfg.init == "model", **options)
+    model.train()
+    args = transformers.TrainingArguments(
+        output_dir=str(out / "trainer"),
+        max_steps=cfg.steps,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.eval_batch_size,
+        learning_rate=cfg.lr,
+        warmup_steps=cfg.warmup_steps,
+        lr_scheduler_type="cosine",
+        weight_decay=cfg.weight_decay,
+        adam_beta2=0.95,
+        max_grad_norm=cfg.grad_clip,
+        logging_steps=max(1, cfg.steps // 20),
+        save_strategy="no",
+        report_to=[],
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        disable_tqdm=True,
+        prediction_loss_only=True,
+        use_cpu=cfg.device == "cpu",
+        dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),
+    )
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=valid_ds)
+    trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
+    start = trainer.evaluate()["eval_loss"]
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - t0
+    end = trainer.evaluate()["eval_loss"]
+    log = [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]
+    s = sharing_of(model)
+    result = {
+        "strategy": strategy,
+        "options": model.config.embtie["options"],
+        "conventions": model.config.embtie["conventions"],
+        "steps": trainer.state.global_step,
+        "valid_loss_start": start,
+        "valid_loss": end,
+        "valid_ppl_start": math.exp(start),
+        "valid_ppl": math.exp(end),
+        "train_loss_first": log[0][1] if log else None,
+        "train_loss_last": log[-1][1] if log else None,
+        "train_log": log,
+        "sharing_params": s.parameter_counts(),
+        "model_params_learned": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "train_seconds": seconds,
+        "device": str(trainer.args.device),
+    }
+    if cfg.save_models:
+        model.save_pretrained(out / "model")
+    return result
+
+
+def run_hf_compare(cfg: HFCompareConfig, log=print) -> dict[str, Any]:
+    """Train every strategy of ``cfg``; write OUT/results.json and OUT/results.md; return the results."""
+    require_transformers()
+    cfg.validate()
+    raw = read_model_config(cfg.model_config)
+    model_config(raw, 2, 0)  # refuse a bad model config before loading data
+    data = lm_datasets(cfg.dataset, cfg.block, cfg.train_tokens, cfg.valid_tokens)
+    vocab, train_ds, valid_ds = data
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log(
+        f"hf-compare: {raw['model_type']} from {cfg.model_config}, {cfg.dataset} (V={len(vocab)}, "
+        f"{train_ds.predicted_tokens} train / {valid_ds.predicted_tokens} valid tokens), {cfg.steps} steps"
+    )
+    results = []
+    for strategy in cfg.strategies:
+        r = _train_one(cfg, raw, strategy, data, out / strategy)
+        results.append(r)
+        (out / strategy).mkdir(parents=True, exist_ok=True)
+        (out / strategy / "result.json").write_text(json.dumps(r, indent=2))
+        log(
+            f"  {strategy}: train loss {r['train_loss_first']:.3f} -> {r['train_loss_last']:.3f}, "
+            f"valid ppl {r['valid_ppl_start']:.1f} -> {r['valid_ppl']:.2f} ({r['train_seconds']:.0f} s)"
+        )
+    report = {
+        "config": asdict(cfg),
+        "model_config": raw,
+        "vocab_size": len(vocab),
+        "valid_tokens": valid_ds.predicted_tokens,
+        "results": results,
+    }
+    (out / "results.json").write_text(json.dumps(report, indent=2))
+    table = results_table(results)
+    (out / "results.md").write_text(table + "\n")
+    log(table)
+    return report
+
+
+def results_table(results: list[dict[str, Any]]) -> str:
+    """A Markdown table: one row per strategy."""
+    lines = [
+        "| strategy | valid ppl | valid ppl at step 0 | train loss first -> last | sharing params | seconds |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['strategy']} | {r['valid_ppl']:.2f} | {r['valid_ppl_start']:.1f} | "
+            f"{r['train_loss_first']:.3f} -> {r['train_loss_last']:.3f} | {r['sharing_params']['learned']:,} | "
+            f"{r['train_seconds']:.0f} |"
+        )
+    return "\n".join(lines)
