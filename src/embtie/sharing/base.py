@@ -193,10 +193,29 @@ class SharingStrategy(nn.Module):
         """(..., d) hidden states -> (..., V) logits."""
         return self.head().logits(self.transform(h))
 
-    def loss(self, h: Tensor, targets: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor:
-        """Mean cross-entropy over kept tokens. h: (..., d); targets: (...,) long. Returns a scalar."""
+    def loss(
+        self,
+        h: Tensor,
+        targets: Tensor,
+        ignore_index: int = -100,
+        label_smoothing: float = 0.0,
+        *,
+        impl: str | None = None,
+        chunk_size: int | None = None,
+    ) -> Tensor:
+        """Mean cross-entropy over kept tokens. h: (..., d); targets: (...,) long. Returns a scalar.
+
+        ``impl``/``chunk_size``: see ``embtie.sharing.loss.cross_entropy`` (default: the memory-lean
+        chunked loss, which never holds the (..., V) logits).
+        """
         return cross_entropy(
-            self.head(), self.transform(h), targets, ignore_index=ignore_index, label_smoothing=label_smoothing
+            self.head(),
+            self.transform(h),
+            targets,
+            ignore_index=ignore_index,
+            label_smoothing=label_smoothing,
+            impl=impl,
+            chunk_size=chunk_size,
         )
 
     def output_vectors(self) -> Tensor:

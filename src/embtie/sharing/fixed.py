@@ -10,7 +10,9 @@ import torch
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.sharing import hadamard_transform
 from embtie.sharing.base import LogitMoments, SharingStrategy
+from embtie.sharing.head import Head
 from embtie.sharing.registry import register
 
 
@@ -113,7 +115,9 @@ class Hadamard(FixedTargets):
     """Hoffer et al.'s fixed classifier: rows of a +-1 Sylvester Hadamard matrix H_n (n = the power of
     two >= max(V, d_t)), scaled by 1/sqrt(d_t) to unit norm. With d_t = n all n columns are used
     (rows exactly orthogonal); with d_t < n a fixed random subset of d_t columns is used, because
-    the first d_t columns alone repeat every d_t rows and would make tokens indistinguishable."""
+    the first d_t columns alone repeat every d_t rows and would make tokens indistinguishable.
+    With d_t = n (large) the logits are computed with a fast Walsh-Hadamard transform instead of the
+    matmul (``uses_fast_transform``), O(n log n) per token instead of O(V n)."""
 
     name = "hadamard"
     formula = "input e_i (learned); logit z_i = t_i . g(h), T = rows of a +-1 Hadamard matrix / sqrt(d_t)"
@@ -128,3 +132,19 @@ class Hadamard(FixedTargets):
             gen = torch.Generator().manual_seed(0x5EED)
             cols = torch.randperm(n, generator=gen)[:target_dim].sort().values
         return hadamard_entries(torch.arange(vocab_size), cols) / math.sqrt(target_dim)
+
+    def uses_fast_transform(self) -> bool:
+        """True when the logits are computed with the fast Walsh-Hadamard transform: d_t = n (all
+        columns of H_n, so T = H_n[:V] / sqrt(n)) and n >= hadamard_transform.FAST_MIN_ORDER, below
+        which the dense matmul is as fast."""
+        n = self.hadamard_order
+        return self._target_dim == n and n >= hadamard_transform.FAST_MIN_ORDER
+
+    def head(self) -> Head:
+        """As the base head; with ``uses_fast_transform()`` it carries the O(n log n) transform, which
+        computes the same logits as the (V, n) matrix in ``weight`` (kept for output_vectors())."""
+        h = super().head()
+        if self.uses_fast_transform():
+            n = self.hadamard_order
+            h.structured = hadamard_transform.HadamardRows(n, self.vocab_size, 1.0 / math.sqrt(n))
+        return h

@@ -17,10 +17,21 @@ step, and the memory-lean loss can apply it chunk by chunk.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+
+class StructuredWeight(Protocol):
+    """A fixed (V, d_t) matrix W with a fast product: ``op(x)`` = x @ W^T, ``op.transpose(dz)`` = dz @ W."""
+
+    vocab_size: int
+
+    def __call__(self, x: Tensor) -> Tensor: ...
+
+    def transpose(self, dz: Tensor) -> Tensor: ...
 
 
 @dataclass
@@ -37,6 +48,9 @@ class Head:
     """scalar logit scale (a 0-d tensor when learned), or None."""
     softcap: float | None = None
     """c in c * tanh(z / c), or None."""
+    structured: StructuredWeight | None = None
+    """A fast stand-in for ``weight`` (a fixed buffer; no row_scale), e.g. hadamard's Walsh-Hadamard
+    transform; when set, logits are computed as structured(s * x) + b instead of the matmul."""
 
     @property
     def vocab_size(self) -> int:
@@ -61,6 +75,11 @@ class Head:
 
     def logits(self, x: Tensor) -> Tensor:
         """x: (..., d_t) transformed hidden states -> (..., V) logits."""
+        if self.structured is not None and self.row_scale is None:
+            z = self.structured(x if self.scale is None else x * self.scale)
+            if self.bias is not None:
+                z = z + self.bias
+            return apply_softcap(z, self.softcap)
         z = F.linear(x, self.effective_weight(), self.bias)
         return apply_softcap(z, self.softcap)
 

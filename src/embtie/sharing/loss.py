@@ -1,24 +1,71 @@
-"""Cross-entropy of a strategy's head against next tokens."""
+"""Cross-entropy of a strategy's head against next tokens.
+
+Two implementations give the same numbers (to float rounding) and the same gradients:
+- ``plain``: materialise the N x V logits and call F.cross_entropy (the reference);
+- ``chunked``: embtie.sharing.chunked_ce, which never holds the N x V logits or their gradient
+  (``recompute``: the same, recomputing each chunk's logits in backward instead of forward).
+``auto`` (the default) picks ``chunked`` (measured in bench/ as fast as plain and several times
+leaner in memory), except for tiny problems (at most AUTO_PLAIN_MAX_LOGITS logits, where memory
+does not matter and the chunk loop's fixed cost shows); set ``embtie.sharing.loss.DEFAULT_IMPL``
+to change the default.
+"""
 
 from __future__ import annotations
 
 import torch.nn.functional as F
 from torch import Tensor
 
+from embtie.errors import ConfigError
+from embtie.sharing.chunked_ce import chunked_cross_entropy
 from embtie.sharing.head import Head
+
+IMPLS = ("auto", "plain", "chunked", "recompute")
+DEFAULT_IMPL = "auto"
+AUTO_PLAIN_MAX_LOGITS = 1 << 20
+
+
+def plain_cross_entropy(
+    head: Head, x: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0
+) -> Tensor:
+    """The reference: F.cross_entropy on the full (N, V) float32 logits. x: (N, d_t); targets: (N,)."""
+    logits = head.logits(x)
+    return F.cross_entropy(logits.float(), targets, ignore_index=ignore_index, label_smoothing=label_smoothing)
 
 
 def cross_entropy(
-    head: Head, x: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0
+    head: Head,
+    x: Tensor,
+    targets: Tensor,
+    *,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    impl: str | None = None,
+    chunk_size: int | None = None,
 ) -> Tensor:
     """Mean cross-entropy over tokens whose target is not ``ignore_index``.
 
     head: the strategy's output layer; x: (..., d_t) transformed hidden states; targets: (...,) long.
     Returns a scalar. With label smoothing eps the target distribution is (1-eps) one-hot + eps/V.
+    ``impl``: one of IMPLS (None: DEFAULT_IMPL); ``chunk_size``: tokens per chunk for the chunked ones.
     """
     if x.shape[:-1] != targets.shape:
         raise ValueError(f"hidden states {tuple(x.shape)} and targets {tuple(targets.shape)} do not match")
-    logits = head.logits(x.reshape(-1, x.shape[-1]))
-    return F.cross_entropy(
-        logits.float(), targets.reshape(-1), ignore_index=ignore_index, label_smoothing=label_smoothing
+    impl = DEFAULT_IMPL if impl is None else impl
+    if impl not in IMPLS:
+        raise ConfigError(f"loss impl={impl!r} is unknown; choose one of: {', '.join(IMPLS)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ConfigError(f"label_smoothing={label_smoothing!r} must be in [0, 1]")
+    x2, t1 = x.reshape(-1, x.shape[-1]), targets.reshape(-1)
+    if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
+        impl = "plain"
+    if impl == "plain":
+        return plain_cross_entropy(head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing)
+    return chunked_cross_entropy(
+        head,
+        x2,
+        t1,
+        ignore_index=ignore_index,
+        label_smoothing=label_smoothing,
+        chunk_size=chunk_size,
+        recompute=impl == "recompute",
     )
