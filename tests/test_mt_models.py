@@ -20,10 +20,10 @@ def make(kind: str, *, pre_norm: bool = True, joint: bool = True, strategy: str 
         cfg = TransformerMTConfig(
             dim=16, enc_layers=2, dec_layers=2, heads=2, ffn_dim=32, dropout=0.1, pre_norm=pre_norm
         )
-        model = TransformerMT(cfg, src, tgt)
+        model = TransformerMT(cfg, tgt, src)
     else:
         model = RNNMT(
-            RNNMTConfig(dim=16, enc_hidden=12, dec_hidden=20, dec_layers=2, attn_dim=8, dropout=0.1), src, tgt
+            RNNMTConfig(dim=16, enc_hidden=12, dec_hidden=20, dec_layers=2, attn_dim=8, dropout=0.1), tgt, src
         )
     return model.eval()
 
@@ -78,14 +78,14 @@ def test_beam_score_is_the_models_log_probability():
     hyps = beam_search(model, src, beam=3, max_len_ratio=1.0, max_len_extra=2)
     for i, h in enumerate(hyps):
         tgt_in = torch.tensor([[2, *h.tokens]])
-        lp = torch.log_softmax(model.tgt.logits(model(src[i : i + 1], tgt_in)).float(), -1)[0]
+        lp = torch.log_softmax(model.sharing.logits(model(src[i : i + 1], tgt_in)).float(), -1)[0]
         ref = lp.gather(1, torch.tensor([*h.tokens, 3])[:, None]).sum().detach()
         assert h.score == pytest.approx(float(ref), abs=1e-3)
 
 
 def test_three_way_tying_is_one_tensor_and_separate_vocabularies_are_not():
     tied = make("transformer", joint=True)
-    assert tied.src_embed.weight is tied.tgt.weight
+    assert tied.src_embed.weight is tied.sharing.weight
     n_tied = sum(p.numel() for p in tied.parameters())
     sep = make("transformer", joint=False)
     assert sep.src_embed.weight.shape == (V + 5, 16)

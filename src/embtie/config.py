@@ -94,10 +94,15 @@ class TrainConfig:
     """write a train record to metrics.jsonl every N steps (mean loss over those steps)."""
     checkpoint_every: int = 500
     """write a checkpoint every N steps (0: only at epoch ends); one is always written at the end."""
+    keep_checkpoints: int = 1
+    """keep the newest N checkpoints (checkpoint averaging, ``embtie average --last N``, needs N)."""
     progress: bool = True
     """show a tqdm progress bar (rank 0 only)."""
     compile: bool = False
     """torch.compile the model."""
+    threads: int | None = None
+    """CPU threads of this process (torch.set_num_threads); null: torch's default. On a busy machine
+    1 thread per process can be much faster than 2 (no OpenMP spinning against other processes)."""
 
     def validate(self) -> None:
         positive = {"lr": self.lr, "eps": self.eps, "decay_factor": self.decay_factor}
@@ -127,6 +132,10 @@ class TrainConfig:
             raise ConfigError(f"train.max_steps={self.max_steps} must be >= 1")
         if self.grad_clip is not None and not self.grad_clip > 0:
             raise ConfigError(f"train.grad_clip={self.grad_clip} must be > 0 (or null for no clipping)")
+        if self.keep_checkpoints < 1:
+            raise ConfigError(f"train.keep_checkpoints={self.keep_checkpoints} must be >= 1")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"train.threads={self.threads} must be >= 1 (or null for torch's default)")
         if self.log_every < 1:
             raise ConfigError(f"train.log_every={self.log_every} must be >= 1")
         if self.eval_batches is not None and self.eval_batches < 1:

@@ -14,12 +14,19 @@ exactly greedy search.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from embtie import checkpoint
 from embtie.data.subwords import BOS, EOS, PAD
+from embtie.errors import ConfigError
 
 
 @dataclass
@@ -198,3 +205,63 @@ def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
             acc += s[key].to(acc_dtype)
         out[key] = (acc / len(states)).to(last.dtype)
     return out
+
+
+AVERAGED_PREFIX = "avg-last"
+
+
+def step_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The complete step checkpoints of a run directory, oldest first."""
+    root = Path(run_dir) / checkpoint.CKPT
+    return sorted(
+        p for p in root.glob("step-*") if (p / "model.safetensors").is_file() and (p / "state.json").is_file()
+    )
+
+
+def average_checkpoints(run_dir: str | Path, last: int) -> Path:
+    """Average the weights of the newest ``last`` step checkpoints into
+    RUN_DIR/checkpoints/avg-last{N}/model.safetensors (fp32 accumulation; tied tensors, stored once
+    by safetensors, stay one tensor when loaded). Returns that folder."""
+    if last < 1:
+        raise ConfigError(f"--last {last} must be >= 1")
+    ckpts = step_checkpoints(run_dir)
+    if len(ckpts) < last:
+        raise ConfigError(
+            f"{run_dir} holds {len(ckpts)} step checkpoint(s), fewer than --last {last}; train with "
+            f"train.keep_checkpoints={last} (and checkpoints at epoch ends) or average fewer"
+        )
+    chosen = ckpts[-last:]
+    avg = average_state_dicts([load_file(str(p / "model.safetensors")) for p in chosen])
+    out = Path(run_dir) / checkpoint.CKPT / f"{AVERAGED_PREFIX}{last}"
+    tmp = out.with_name(f".tmp-{out.name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file({k: v.contiguous() for k, v in avg.items()}, str(tmp / "model.safetensors"))
+    (tmp / "sources.json").write_text(json.dumps({"averaged": [p.name for p in chosen]}, indent=1), encoding="utf-8")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
+    """A checkpoint folder of a run by name (``step-00001234``, ``avg-last5``, or a path); None: newest."""
+    if name is None:
+        return None
+    for cand in (Path(run_dir) / checkpoint.CKPT / name, Path(name)):
+        if (cand / "model.safetensors").is_file():
+            return cand
+    have = [p.name for p in (Path(run_dir) / checkpoint.CKPT).glob("*") if (p / "model.safetensors").is_file()]
+    raise ConfigError(f"no checkpoint {name!r} in {run_dir}; choose one of: {', '.join(sorted(have)) or 'none'}")
+
+
+def load_for_decoding(run_dir: str | Path, name: str | None = None, device: str = "cpu"):
+    """``embtie.train.load_run`` with the weights of checkpoint ``name`` (e.g. ``avg-last5``) when given."""
+    from embtie.train import load_run
+
+    run = load_run(run_dir, device=device)
+    path = checkpoint_path(run_dir, name)
+    if path is not None:
+        checkpoint.load_weights(run.model, path)
+        run.model.to(device).eval()
+        run.checkpoint = path
+    return run

@@ -142,6 +142,8 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
     done = out / "summary.json"
     rt = runtime.setup(cfg.train.device)
+    if cfg.train.threads is not None:
+        torch.set_num_threads(cfg.train.threads)
     try:
         _prepare_dir(cfg, out, rt)
         if done.is_file():
@@ -244,7 +246,7 @@ def _train(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> dict[str, Any]:
             state = {**st, "step": step, "elapsed": elapsed(), "log_nll": float(log_nll), "log_tokens": log_tokens,
                      "log_time": log_time, "metrics_offset": log.offset(), "world_size": rt.world_size,
                      "steps_per_epoch": spe, "total_steps": total}  # fmt: skip
-            checkpoint.commit(out, step, model, optimizer, state)
+            checkpoint.commit(out, step, model, optimizer, state, keep=tc.keep_checkpoints)
         runtime.barrier(rt)
 
     bar = tqdm(

@@ -1,4 +1,9 @@
-"""``embtie eval RUN_DIR [--split valid|test] [--test-file PATH]``: token-weighted perplexity of a run."""
+"""``embtie eval RUN_DIR [--split valid|test] [--test-file PATH]``: token-weighted perplexity of a run.
+
+Translation runs (tasks with ``evaluate_translation``): ``embtie eval RUN_DIR --split valid`` or
+``--src-file S --ref-file R`` decodes (``--beam``, ``--lenpen``) and reports sacreBLEU and chrF with
+their signatures, plus the perplexity; the outputs go to RUN_DIR/hyps.<split>.txt.
+"""
 
 from __future__ import annotations
 
@@ -18,15 +23,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--test-file", metavar="PATH", help="text file to evaluate (test splits are not shipped)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--src-file", metavar="S", help="translation: source sentences of a test set")
+    parser.add_argument("--ref-file", metavar="R", help="translation: the references of --src-file")
+    parser.add_argument("--beam", type=int, default=None, help="translation: beam width (default: the run's)")
+    parser.add_argument("--lenpen", type=float, default=None, help="translation: length penalty (default: the run's)")
+    parser.add_argument("--checkpoint", metavar="NAME", help="weights to use, e.g. avg-last5 (default: newest)")
 
 
 def run(args: argparse.Namespace) -> int:
     from embtie.data.files import user_file
-    from embtie.train import load_run
+    from embtie.decode import load_for_decoding
 
-    split = args.split or ("test" if args.test_file else "valid")
+    split = args.split or ("test" if args.test_file or args.src_file else "valid")
     path = str(user_file(args.test_file, "--test-file")) if args.test_file else None
-    run_ = load_run(args.run_dir, device=args.device)
+    run_ = load_for_decoding(args.run_dir, args.checkpoint, device=args.device)
+    if hasattr(run_.task, "evaluate_translation"):
+        return _translation(run_, split, args)
     res = run_.task.evaluate(run_.model, split, path=path)
     res = {**res, "file": path, "checkpoint": run_.checkpoint.name}
     out = Path(args.run_dir) / "eval.json"
@@ -34,4 +46,30 @@ def run(args: argparse.Namespace) -> int:
     allres[split] = res
     write_atomic(out, json.dumps(allres, indent=1))
     print(f"{split} ppl {res['ppl']:.2f} (loss {res['loss']:.4f}, {res['tokens']} tokens)")
+    return 0
+
+
+def _translation(run_, split: str, args: argparse.Namespace) -> int:
+    """BLEU / chrF (+ perplexity) of a translation run; outputs to RUN_DIR/hyps.<split>.txt."""
+    from embtie.errors import ConfigError
+
+    if args.test_file:
+        raise ConfigError("a translation run takes --src-file S --ref-file R, not --test-file")
+    res = run_.task.evaluate_translation(
+        run_.model, split, args.src_file, args.ref_file, beam=args.beam, lenpen=args.lenpen
+    )
+    hyps = res.pop("hyps")
+    d = Path(args.run_dir)
+    write_atomic(d / f"hyps.{split}.txt", "".join(h + "\n" for h in hyps))
+    res["checkpoint"] = run_.checkpoint.name
+    out = d / "eval.json"
+    allres = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    allres[split] = res
+    write_atomic(out, json.dumps(allres, indent=1))
+    print(
+        f"{split}: BLEU {res['bleu']:.2f}  chrF {res['chrf']:.2f}  ppl {res['ppl']:.2f}  (beam {res['beam']}, "
+        f"lenpen {res['lenpen']}, {res['sentences']} sentences, checkpoint {res['checkpoint']})"
+    )
+    print(f"sacreBLEU {res['bleu_signature']}")
+    print(f"chrF {res['chrf_signature']}")
     return 0

@@ -20,12 +20,15 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from embtie.errors import ConfigError
+from embtie.models.registry import register
 from embtie.models.seq2seq import Seq2Seq
 
 
 @dataclass
 class RNNMTConfig:
     """Sizes of the LSTM-attention model."""
+
+    name: str = "rnn"
 
     dim: int = 256
     """embedding width d (decoder output width too)"""
@@ -62,11 +65,12 @@ class AdditiveAttention(nn.Module):
         return torch.bmm(torch.softmax(scores.float(), dim=-1).to(memory.dtype).unsqueeze(1), memory).squeeze(1)
 
 
+@register("rnn", RNNMTConfig)
 class RNNMT(Seq2Seq):
     """BiLSTM encoder + attentional LSTM decoder; embeddings and output layer passed in."""
 
-    def __init__(self, config: RNNMTConfig, src_embed: nn.Module, tgt: nn.Module) -> None:
-        super().__init__(src_embed, tgt)
+    def __init__(self, config: RNNMTConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
+        super().__init__(sharing, src_embed)
         self.config = c = config
         mem = 2 * c.enc_hidden
         self.encoder = nn.LSTM(
@@ -107,7 +111,7 @@ class RNNMT(Seq2Seq):
     def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
         h_prev, c_prev = state["h"], state["c"]
         ctx = self.attention(h_prev[:, -1], state["memory"], state["keys"], state["mask"])
-        x = torch.cat([self.drop(self.tgt.embed(prev)), ctx], dim=-1)
+        x = torch.cat([self.drop(self.sharing.embed(prev)), ctx], dim=-1)
         hs, cs = [], []
         for i, cell in enumerate(self.cells):
             h, c = cell(x, (h_prev[:, i], c_prev[:, i]))

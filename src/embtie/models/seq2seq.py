@@ -1,13 +1,14 @@
 """What every translation model offers the loss and the decoders, whatever its architecture.
 
-A model holds two embedding objects, passed in by the caller and never inspected by name:
+A model is built as ``Model(config, sharing, src_embed=None)`` from objects the caller passes in and
+never inspects by name:
 
-* ``src_embed``: anything with ``embed(ids) -> vectors`` for the encoder input. With a joint
-  vocabulary it may be the very same sharing object as ``tgt`` (three-way tying); with separate
-  vocabularies it is a ``PlainEmbedding`` (or any sharing object of the source vocabulary).
-* ``tgt``: the sharing strategy of the decoder: decoder input vectors and output logits.
+* ``sharing``: the decoder's sharing strategy: decoder input vectors and output logits.
+* ``src_embed``: anything with ``embed(ids) -> vectors`` for the encoder input. ``None`` means the
+  decoder's sharing object itself (one vocabulary, three-way tying); with separate vocabularies it
+  is a ``PlainEmbedding`` (or any sharing object of the source vocabulary).
 
-Training: ``forward(src, tgt_in) -> h`` (B, T, d); the loss is ``tgt.loss(h, tgt_out, ...)`` plus
+Training: ``forward(src, tgt_in) -> h`` (B, T, d); the loss is ``sharing.loss(h, tgt_out, ...)`` plus
 ``regularization()``, computed by the task, never here. Decoding is incremental:
 ``state = start(src)``, then ``next_logprobs(prev, state)`` once per output position. Every tensor
 in a decoding state has the batch as its first dimension, so ``reorder_state`` is one index_select.
@@ -62,23 +63,23 @@ def map_state(state: Any, fn) -> Any:
 class Seq2Seq(nn.Module):
     """Base of the encoder-decoder models: embeddings, regularization, and the decoding interface."""
 
-    def __init__(self, src_embed: nn.Module, tgt: nn.Module) -> None:
+    def __init__(self, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
         super().__init__()
-        self.src_embed = src_embed
-        self.tgt = tgt
+        self.sharing = sharing
+        self.src_embed = sharing if src_embed is None else src_embed
 
     @property
     def three_way_tied(self) -> bool:
         """True when the encoder input is the decoder's own sharing object."""
-        return self.src_embed is self.tgt
+        return self.src_embed is self.sharing
 
     def embedding_modules(self) -> list[nn.Module]:
         """The distinct embedding objects (one when three-way tied)."""
-        return [self.tgt] if self.three_way_tied else [self.src_embed, self.tgt]
+        return [self.sharing] if self.three_way_tied else [self.src_embed, self.sharing]
 
     def regularization(self) -> Tensor:
         """Sum of the distinct embedding objects' regularizers (a scalar)."""
-        total = self.tgt.regularization()
+        total = self.sharing.regularization()
         if not self.three_way_tied and hasattr(self.src_embed, "regularization"):
             total = total + self.src_embed.regularization()
         return total
@@ -109,4 +110,4 @@ class Seq2Seq(nn.Module):
     def next_logprobs(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
         """prev (B,) -> (log-probabilities (B, V) in float32, next state)."""
         h, state = self.step(prev, state)
-        return torch.log_softmax(self.tgt.logits(h).float(), dim=-1), state
+        return torch.log_softmax(self.sharing.logits(h).float(), dim=-1), state

@@ -16,12 +16,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.registry import register
 from embtie.models.seq2seq import Seq2Seq
 
 
 @dataclass
 class TransformerMTConfig:
     """Sizes and regularization of the Transformer (defaults: fairseq ``transformer_iwslt_de_en``)."""
+
+    name: str = "transformer"
 
     dim: int = 512
     """model width d (= embedding width)"""
@@ -167,12 +170,13 @@ class DecoderLayer(nn.Module):
         return self.r3(x, self.ffn)
 
 
+@register("transformer", TransformerMTConfig)
 class TransformerMT(Seq2Seq):
-    """Encoder-decoder Transformer. ``src_embed``: object with ``embed(ids)``; ``tgt``: the decoder's
-    sharing strategy (may be ``src_embed`` itself for three-way tying)."""
+    """Encoder-decoder Transformer. ``sharing``: the decoder's strategy; ``src_embed``: object with
+    ``embed(ids)`` for the encoder (None: ``sharing`` itself, three-way tying)."""
 
-    def __init__(self, config: TransformerMTConfig, src_embed: nn.Module, tgt: nn.Module) -> None:
-        super().__init__(src_embed, tgt)
+    def __init__(self, config: TransformerMTConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
+        super().__init__(sharing, src_embed)
         self.config = c = config
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.dec_layers))
@@ -201,7 +205,7 @@ class TransformerMT(Seq2Seq):
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         memory, mask = self.encode(src)
-        x = self._embed(self.tgt, tgt_in)
+        x = self._embed(self.sharing, tgt_in)
         for layer in self.decoder:
             x = layer(x, *layer.cross_attn.project_kv(memory), mask)
         return self.dec_norm(x)
@@ -220,7 +224,7 @@ class TransformerMT(Seq2Seq):
 
     def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
         pos = state["pos"]
-        x = self._embed(self.tgt, prev[:, None], offset=pos)
+        x = self._embed(self.sharing, prev[:, None], offset=pos)
         new_k, new_v = [], []
         for i, layer in enumerate(self.decoder):
             cache = {"k": state["self_k"][i], "v": state["self_v"][i]} if pos > 0 else {}

@@ -35,6 +35,6 @@ def data_config_class(name: str) -> type:
     return get(name).data_config
 
 
-from embtie.tasks import lm  # noqa: E402, F401  (registers "lm")
+from embtie.tasks import lm, translation  # noqa: E402, F401  (registers "lm", "translation")
 
 __all__ = ["StepLoss", "Task", "data_config_class", "get", "names", "register"]

@@ -1,0 +1,317 @@
+"""Translation (``task: translation``): Multi30k / IWSLT14 De<->En with SentencePiece BPE subwords.
+
+- Subwords: one joint BPE model trained on both sides of the training split (``data.vocab: joint``;
+  the encoder input, decoder input and decoder output can then be one sharing object), or one per
+  language (``separate``; the encoder gets its own ``PlainEmbedding``, only the decoder shares).
+  Models are cached (``embtie.data.subwords``) and copied into the run directory.
+- Batches: length-bucketed by token count (``data.max_tokens`` padded tokens of the longer side per
+  global batch), one fixed partition per epoch whose order is shuffled with (seed, epoch), so the
+  loop's (epoch, index) is the whole data position.
+- Loss: ``model.sharing.loss(h, y, ignore_index=PAD, label_smoothing)`` + ``model.regularization()``.
+  Validation loss/perplexity is the plain (unsmoothed) cross-entropy over reference tokens.
+- Translation quality: ``translate`` (greedy or beam search, detokenized by SentencePiece) and
+  ``score`` (sacreBLEU and chrF on detokenized, cased text, with their signatures).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from embtie import models, sharing
+from embtie.bleu import corpus_scores
+from embtie.config import RunConfig
+from embtie.data.batching import BucketedPairs, PairBatch, make_batch, source_tensor, token_batches
+from embtie.data.mt import ParallelText, load_parallel, load_user_files
+from embtie.data.subwords import PAD, Subwords, train_subwords
+from embtie.decode import translate_ids
+from embtie.errors import ConfigError, DataError
+from embtie.metrics import LossMeter
+from embtie.models import rnn_mt, transformer_mt  # noqa: F401  (registers "transformer" and "rnn")
+from embtie.models.seq2seq import PlainEmbedding
+from embtie.runtime import autocast
+from embtie.tasks import register
+from embtie.tasks.base import StepLoss, Task
+
+
+@dataclass
+class MTDataConfig:
+    """Corpus, subwords, batching and decoding of a translation run."""
+
+    dataset: Literal["multi30k", "iwslt14"] = "multi30k"
+    src_lang: Literal["de", "en"] = "de"
+    tgt_lang: Literal["de", "en"] = "en"
+    train_split: str = "train"
+    """iwslt14 ships only ``valid``: set train_split=valid for a smoke run (its test set is held out)."""
+    valid_split: str = "valid"
+    vocab: Literal["joint", "separate"] = "joint"
+    """joint: one BPE model for both languages (three-way tying possible); separate: one per language."""
+    share_encoder_embedding: bool = True
+    """joint vocab only: the encoder embeds with the decoder's sharing object (three-way tying)."""
+    vocab_size: int = 8000
+    """SentencePiece vocabulary size (of each model when separate)."""
+    max_tokens: int = 4096
+    """padded tokens (longer side x rows) per global training batch."""
+    eval_max_tokens: int = 8192
+    max_len: int = 128
+    """training pairs with a side longer than this many subwords are dropped."""
+    train_pairs: int | None = None
+    """use only the first N training pairs (tests, quick runs); the subwords are learned on them too."""
+    label_smoothing: float = 0.1
+    beam: int = 5
+    lenpen: float = 1.0
+    max_len_ratio: float = 1.5
+    """outputs have at most max_len_ratio * source_length + max_len_extra subwords."""
+    max_len_extra: int = 10
+
+    def validate(self) -> None:
+        if self.src_lang == self.tgt_lang:
+            raise ConfigError(f"data.src_lang and data.tgt_lang are both {self.src_lang!r}; use de->en or en->de")
+        for k in ("vocab_size", "max_tokens", "eval_max_tokens", "max_len", "beam"):
+            if getattr(self, k) < 1:
+                raise ConfigError(f"data.{k}={getattr(self, k)} must be >= 1")
+        if self.train_pairs is not None and self.train_pairs < 1:
+            raise ConfigError(f"data.train_pairs={self.train_pairs} must be >= 1 (or null for all)")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"data.label_smoothing={self.label_smoothing} must be in [0, 1)")
+        if self.lenpen < 0 or self.max_len_ratio < 0 or self.max_len_extra < 0:
+            raise ConfigError("data.lenpen, data.max_len_ratio and data.max_len_extra must be >= 0")
+
+
+@lru_cache(maxsize=8)
+def _parallel(dataset: str, split: str, src: str, tgt: str) -> ParallelText:
+    return load_parallel(dataset, split, src, tgt)
+
+
+SUBWORD_FILES = {"joint": ("spm.model",), "separate": ("spm.src.model", "spm.tgt.model")}
+
+
+@register
+class TranslationTask(Task):
+    """Sentence-level translation; BLEU/chrF by ``translate`` + ``score``, loss/ppl by ``evaluate``."""
+
+    name = "translation"
+    data_config = MTDataConfig
+
+    def __init__(self, cfg: RunConfig, subwords: tuple[Subwords, Subwords] | None = None) -> None:
+        super().__init__(cfg)
+        self.data: MTDataConfig = cfg.data
+        self.src_sw, self.tgt_sw = subwords if subwords is not None else self._learn_subwords()
+        self._train: BucketedPairs | None = None
+        self._epoch_batches: tuple[int, list[list[int]]] | None = None
+        self._eval_cache: dict[tuple, tuple[list[list[int]], list[list[int]]]] = {}
+
+    @classmethod
+    def check_config(cls, cfg: RunConfig) -> None:
+        if not hasattr(cfg.model, "dim") or not hasattr(models.model_class(cfg.model.name), "start"):
+            raise ConfigError(
+                f"model {cfg.model.name!r} is not a translation model; use model.name=transformer or model.name=rnn"
+            )
+
+    # ------------------------------------------------------------------ subwords
+    def _train_text(self) -> ParallelText:
+        d = self.data
+        pt = _parallel(d.dataset, d.train_split, d.src_lang, d.tgt_lang)
+        if d.train_pairs is not None:
+            pt = ParallelText(pt.src[: d.train_pairs], pt.ref[: d.train_pairs] if pt.ref else None)
+        return pt
+
+    def _learn_subwords(self) -> tuple[Subwords, Subwords]:
+        pt = self._train_text()
+        assert pt.ref is not None
+        if self.data.vocab == "joint":
+            sw = Subwords(train_subwords(pt.src + pt.ref, self.data.vocab_size))
+            return sw, sw
+        return (
+            Subwords(train_subwords(pt.src, self.data.vocab_size)),
+            Subwords(train_subwords(pt.ref, self.data.vocab_size)),
+        )
+
+    @property
+    def joint(self) -> bool:
+        return self.src_sw is self.tgt_sw
+
+    # ------------------------------------------------------------------ model
+    def build_model(self) -> nn.Module:
+        dim = self.cfg.model.dim
+        s = sharing.build(self.cfg.sharing.name, vocab_size=len(self.tgt_sw), dim=dim, **self.cfg.sharing.options)
+        src_embed = None
+        if not (self.joint and self.data.share_encoder_embedding):
+            src_embed = PlainEmbedding(len(self.src_sw), dim, embed_scale=s.embed_scale, init_std=s.init_std)
+        return models.model_class(self.cfg.model.name)(self.cfg.model, s, src_embed)
+
+    # ------------------------------------------------------------------ training data
+    @property
+    def train_data(self) -> BucketedPairs:
+        if self._train is None:
+            pt = self._train_text()
+            assert pt.ref is not None
+            src = self.src_sw.encode_batch(pt.src)
+            tgt = self.tgt_sw.encode_batch(pt.ref)
+            self._train = BucketedPairs(src, tgt, self.data.max_tokens, max_len=self.data.max_len)
+            if len(self._train) == 0:
+                raise DataError(f"no training pair is shorter than data.max_len={self.data.max_len}; raise it")
+        return self._train
+
+    def steps_per_epoch(self, world_size: int = 1) -> int:
+        return len(self.train_data.batches(None))  # the partition's size does not depend on the shuffle
+
+    def _batches_of_epoch(self, epoch: int) -> list[list[int]]:
+        if self._epoch_batches is None or self._epoch_batches[0] != epoch:
+            g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + epoch)
+            self._epoch_batches = (epoch, self.train_data.batches(g))
+        return self._epoch_batches[1]
+
+    def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> PairBatch:
+        idx = self._batches_of_epoch(epoch)[index]
+        mine = idx[rank::world_size] or idx[-1:]
+        data = self.train_data
+        return make_batch([data.src[i] for i in mine], [data.tgt[i] for i in mine], mine).to(device)
+
+    def loss(self, model: nn.Module, batch: PairBatch, carry: Any) -> tuple[StepLoss, Any]:
+        h = model(batch.src, batch.tgt_in)
+        ce = model.sharing.loss(h, batch.tgt_out, ignore_index=PAD, label_smoothing=self.data.label_smoothing)
+        objective = ce + model.regularization()
+        return StepLoss(objective=objective, ce=ce.detach(), tokens=batch.num_target_tokens), None
+
+    # ------------------------------------------------------------------ evaluation
+    def texts(self, split: str = "valid", src_file: str | Path | None = None, ref_file: str | Path | None = None):
+        """The ParallelText of a split of the configured dataset, or of user files."""
+        if src_file is not None:
+            return load_user_files(src_file, ref_file)
+        d = self.data
+        return _parallel(d.dataset, split, d.src_lang, d.tgt_lang)
+
+    def _encoded(self, texts: ParallelText, key: tuple) -> tuple[list[list[int]], list[list[int]]]:
+        if key not in self._eval_cache:
+            if texts.ref is None:
+                raise DataError("perplexity needs references; give --ref-file with --src-file")
+            self._eval_cache[key] = (self.src_sw.encode_batch(texts.src), self.tgt_sw.encode_batch(texts.ref))
+        return self._eval_cache[key]
+
+    @torch.no_grad()
+    def evaluate(
+        self,
+        model: nn.Module,
+        split: str = "valid",
+        path: str | Path | None = None,
+        max_batches: int | None = None,
+        ref_path: str | Path | None = None,
+    ) -> dict[str, Any]:
+        """Teacher-forced cross-entropy (no label smoothing) per reference token, and its perplexity.
+
+        ``path``/``ref_path``: a user-supplied source file and its references instead of ``split``.
+        """
+        texts = self.texts(split, path, ref_path)
+        src, tgt = self._encoded(texts, (split, str(path), str(ref_path)))
+        device = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        meter = LossMeter()
+        order = sorted(range(len(src)), key=lambda i: (max(len(src[i]), len(tgt[i])), i))
+        lengths = [max(len(s), len(t)) + 1 for s, t in zip(src, tgt)]
+        try:
+            for n, idx in enumerate(token_batches(lengths, self.data.eval_max_tokens, order)):
+                if max_batches is not None and n >= max_batches:
+                    break
+                b = make_batch([src[i] for i in idx], [tgt[i] for i in idx], idx).to(device)
+                with autocast(device, self.cfg.train.precision):
+                    h = model(b.src, b.tgt_in)
+                    ce = model.sharing.loss(h, b.tgt_out, ignore_index=PAD)
+                meter.add(ce, b.num_target_tokens)
+        finally:
+            model.train(was_training)
+        return {"split": split, "loss": meter.loss, "ppl": meter.ppl, "tokens": meter.tokens}
+
+    @torch.no_grad()
+    def translate(
+        self,
+        model: nn.Module,
+        sentences: list[str],
+        *,
+        beam: int | None = None,
+        lenpen: float | None = None,
+        max_tokens: int | None = None,
+    ) -> list[str]:
+        """Detokenized translations of ``sentences`` (batched by length, returned in input order)."""
+        d = self.data
+        beam = d.beam if beam is None else beam
+        lenpen = d.lenpen if lenpen is None else lenpen
+        if beam < 1:
+            raise ConfigError(f"--beam {beam} must be >= 1")
+        device = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        ids = self.src_sw.encode_batch(sentences)
+        budget = max_tokens or max(d.eval_max_tokens // max(beam, 1), 64)
+        order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+        out: list[str] = [""] * len(ids)
+        try:
+            for idx in token_batches([len(s) + 1 for s in ids], budget, order):
+                src = source_tensor([ids[i] for i in idx]).to(device)
+                with autocast(device, self.cfg.train.precision):
+                    hyps = translate_ids(
+                        model, src, beam=beam, lenpen=lenpen, max_len_ratio=d.max_len_ratio,
+                        max_len_extra=d.max_len_extra,
+                    )  # fmt: skip
+                for i, h in zip(idx, hyps):
+                    out[i] = self.tgt_sw.decode(h)
+        finally:
+            model.train(was_training)
+        return out
+
+    def evaluate_translation(
+        self,
+        model: nn.Module,
+        split: str = "valid",
+        src_file: str | Path | None = None,
+        ref_file: str | Path | None = None,
+        *,
+        beam: int | None = None,
+        lenpen: float | None = None,
+    ) -> dict[str, Any]:
+        """Decode a split (or user files) and score it: sacreBLEU + chrF (with signatures) on the
+        detokenized, cased output, plus the teacher-forced loss/perplexity. ``hyps`` holds the outputs."""
+        if src_file is not None and ref_file is None:
+            raise DataError("scoring needs references: give --ref-file R with --src-file S")
+        texts = self.texts(split, src_file, ref_file)
+        assert texts.ref is not None
+        beam = self.data.beam if beam is None else beam
+        lenpen = self.data.lenpen if lenpen is None else lenpen
+        hyps = self.translate(model, texts.src, beam=beam, lenpen=lenpen)
+        res = {"split": split if src_file is None else "file", "src_file": None if src_file is None else str(src_file),
+               "ref_file": None if ref_file is None else str(ref_file), "beam": beam, "lenpen": lenpen,
+               **corpus_scores(hyps, texts.ref)}  # fmt: skip
+        ppl = self.evaluate(model, split, src_file, ref_path=ref_file)
+        res.update(loss=ppl["loss"], ppl=ppl["ppl"], tokens=ppl["tokens"], hyps=hyps)
+        return res
+
+    # ------------------------------------------------------------------ run directory
+    def save(self, run_dir: Path) -> None:
+        names = SUBWORD_FILES["joint" if self.joint else "separate"]
+        sws = (self.tgt_sw,) if self.joint else (self.src_sw, self.tgt_sw)
+        for name, sw in zip(names, sws):
+            dst = Path(run_dir) / name
+            if not dst.is_file():
+                shutil.copyfile(sw.model_file, dst)
+        (Path(run_dir) / "subwords.json").write_text(
+            json.dumps({"vocab": "joint" if self.joint else "separate", "files": list(names)}), encoding="utf-8"
+        )
+
+    @classmethod
+    def load(cls, cfg: RunConfig, run_dir: Path) -> TranslationTask:
+        d = Path(run_dir)
+        names = SUBWORD_FILES[cfg.data.vocab]
+        if not all((d / n).is_file() for n in names):
+            return cls(cfg)  # subwords are re-learned (from the cache) when the run dir lacks them
+        if cfg.data.vocab == "joint":
+            sw = Subwords(d / names[0])
+            return cls(cfg, (sw, sw))
+        return cls(cfg, (Subwords(d / names[0]), Subwords(d / names[1])))
