@@ -82,8 +82,10 @@ def test_real_corpora_load_with_checksums():
     assert m.ref[0][0].isupper()  # truecased raw text
     iw = load_parallel("iwslt14", "valid", "en", "de")
     assert len(iw) == 7283
-    with pytest.raises(DataError, match="--src-file"):
+    with pytest.raises(DataError, match="train_src_file"):
         load_parallel("iwslt14", "train", "de", "en")
+    with pytest.raises(DataError, match="--src-file"):
+        load_parallel("multi30k", "test", "de", "en")
     with pytest.raises(DataError, match="de->en or en->de"):
         load_parallel("multi30k", "valid", "de", "de")
 

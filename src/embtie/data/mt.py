@@ -71,7 +71,11 @@ def split_files(dataset: str, split: str) -> dict[str, DataFile]:
     if split not in files:
         raise DataError(
             f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
-            "pass your own test set with --src-file S --ref-file R"
+            + (
+                "give your own with data.train_src_file=PATH data.train_tgt_file=PATH"
+                if split == "train"
+                else "pass your own test set with --src-file S --ref-file R"
+            )
         )
     return files[split]
 

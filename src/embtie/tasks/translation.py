@@ -49,7 +49,10 @@ class MTDataConfig:
     src_lang: Literal["de", "en"] = "de"
     tgt_lang: Literal["de", "en"] = "en"
     train_split: str = "train"
-    """iwslt14 ships only ``valid``: set train_split=valid for a smoke run (its test set is held out)."""
+    """iwslt14 ships only ``valid``: give train_src_file/train_tgt_file, or train_split=valid for a smoke run."""
+    train_src_file: str | None = None
+    """your own training source text (one sentence per line), instead of the dataset's train split."""
+    train_tgt_file: str | None = None
     valid_split: str = "valid"
     vocab: Literal["joint", "separate"] = "joint"
     """joint: one BPE model for both languages (three-way tying possible); separate: one per language."""
@@ -77,6 +80,8 @@ class MTDataConfig:
         for k in ("vocab_size", "max_tokens", "eval_max_tokens", "max_len", "beam"):
             if getattr(self, k) < 1:
                 raise ConfigError(f"data.{k}={getattr(self, k)} must be >= 1")
+        if (self.train_src_file is None) != (self.train_tgt_file is None):
+            raise ConfigError("give both data.train_src_file and data.train_tgt_file, or neither")
         if self.train_pairs is not None and self.train_pairs < 1:
             raise ConfigError(f"data.train_pairs={self.train_pairs} must be >= 1 (or null for all)")
         if not 0.0 <= self.label_smoothing < 1.0:
@@ -118,7 +123,10 @@ class TranslationTask(Task):
     # ------------------------------------------------------------------ subwords
     def _train_text(self) -> ParallelText:
         d = self.data
-        pt = _parallel(d.dataset, d.train_split, d.src_lang, d.tgt_lang)
+        if d.train_src_file is not None:
+            pt = load_user_files(d.train_src_file, d.train_tgt_file)
+        else:
+            pt = _parallel(d.dataset, d.train_split, d.src_lang, d.tgt_lang)
         if d.train_pairs is not None:
             pt = ParallelText(pt.src[: d.train_pairs], pt.ref[: d.train_pairs] if pt.ref else None)
         return pt
