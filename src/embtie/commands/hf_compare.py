@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="output folder (default runs/hf-compare-<config name>)")
     parser.add_argument("--dataset", default="ptb", help="ptb or wikitext-2 (default ptb)")
     parser.add_argument("--block", type=int, default=64, help="tokens per example (default 64)")
-    parser.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
+    parser.add_argument("--batch-size", type=int, default=16, help="examples per step (default 16)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate, AdamW + cosine (default 3e-3)")
     parser.add_argument("--warmup-steps", type=int, default=30, help="linear warmup steps (default 30)")
     parser.add_argument("--seed", type=int, default=0)

@@ -40,7 +40,7 @@ class HFCompareConfig:
     steps: int = 300
     block: int = 64
     """tokens per training example (each block of block+1 tokens predicts block tokens)."""
-    batch_size: int = 32
+    batch_size: int = 16
     eval_batch_size: int = 32
     lr: float = 3e-3
     warmup_steps: int = 30
@@ -114,7 +114,7 @@ def build_model(config):
         raise ConfigError(f"no causal-LM model class for model_type {config.model_type!r}: {e}") from None
 
 
-def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, out: Path) -> dict[str, Any]:
+def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, out: Path, log) -> dict[str, Any]:
     transformers = require_transformers()
     vocab, train_ds, valid_ds = data
     options = dict(cfg.options.get(strategy, {}))
@@ -146,6 +146,7 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
     )
     trainer = transformers.Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=valid_ds)
     trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
+    trainer.add_callback(_progress_callback(transformers, log))
     start = trainer.evaluate()["eval_loss"]
     t0 = time.perf_counter()
     trainer.train()
@@ -175,6 +176,21 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
     return result
 
 
+def _progress_callback(transformers, log):
+    class Progress(transformers.TrainerCallback):
+        """One line per logging step: step, train loss, seconds so far."""
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.t0 = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs and state.is_world_process_zero:
+                secs = time.perf_counter() - self.t0
+                log(f"    step {state.global_step}/{state.max_steps} train loss {logs['loss']:.3f} ({secs:.0f} s)")
+
+    return Progress()
+
+
 def run_hf_compare(cfg: HFCompareConfig, log=print) -> dict[str, Any]:
     """Train every strategy of ``cfg``; write OUT/results.json and OUT/results.md; return the results."""
     require_transformers()
@@ -191,7 +207,7 @@ def run_hf_compare(cfg: HFCompareConfig, log=print) -> dict[str, Any]:
     )
     results = []
     for strategy in cfg.strategies:
-        r = _train_one(cfg, raw, strategy, data, out / strategy)
+        r = _train_one(cfg, raw, strategy, data, out / strategy, log)
         results.append(r)
         (out / strategy).mkdir(parents=True, exist_ok=True)
         (out / strategy / "result.json").write_text(json.dumps(r, indent=2))
