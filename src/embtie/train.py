@@ -142,6 +142,7 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
     done = out / "summary.json"
     rt = runtime.setup(cfg.train.device)
+    threads = torch.get_num_threads()
     if cfg.train.threads is not None:
         torch.set_num_threads(cfg.train.threads)
     try:
@@ -152,6 +153,7 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
                 return summary
         return _train(cfg, out, rt)
     finally:
+        torch.set_num_threads(threads)
         runtime.teardown(rt)
 
 

@@ -42,6 +42,8 @@ class LMDataConfig:
     """visit training windows in a random order each epoch (stateless models only)."""
     train_tokens: int | None = None
     """use only the first N training tokens (quick runs, tests); the vocabulary still comes from all."""
+    valid_tokens: int | None = None
+    """use only the first N tokens of the valid split (quick runs, tests); a --test-file is always whole."""
 
     def validate(self) -> None:
         for k in ("bptt", "batch_size", "eval_batch_size"):
@@ -122,9 +124,8 @@ class LMTask(Task):
     def train_data(self) -> Tensor:
         """(B, L) the training streams."""
         if self._train is None:
-            ids = encode(self.vocab, _tokens(self.data.dataset, "train"))
-            if self.data.train_tokens is not None:
-                ids = ids[: self.data.train_tokens]
+            toks = _tokens(self.data.dataset, "train")
+            ids = encode(self.vocab, toks if self.data.train_tokens is None else toks[: self.data.train_tokens])
             self._train = batchify(ids, self.data.batch_size)
         return self._train
 
@@ -182,7 +183,12 @@ class LMTask(Task):
             toks = (
                 load_tokens(self.data.dataset, split, path) if path is not None else _tokens(self.data.dataset, split)
             )
-            self._eval_cache[key] = batchify(encode(self.vocab, toks), self.data.eval_batch_size)
+            ids = encode(self.vocab, toks)
+            if split == "valid" and path is None and self.data.valid_tokens is not None:
+                ids = ids[: self.data.valid_tokens]
+            # short files get fewer streams, so that they keep most of their tokens
+            streams = max(1, min(self.data.eval_batch_size, ids.numel() // (self.data.bptt + 1)))
+            self._eval_cache[key] = batchify(ids, streams)
         return self._eval_cache[key]
 
     @torch.no_grad()
