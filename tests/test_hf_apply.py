@@ -38,6 +38,8 @@ def _hidden(model, kw):
         ("gpt2", {}),
         ("llama", {"tie_word_embeddings": True}),
         ("qwen2", {"tie_word_embeddings": True}),
+        ("mistral", {"tie_word_embeddings": True}),
+        ("qwen3", {"tie_word_embeddings": True}),
         ("gpt_neox", {"tie_word_embeddings": True}),
         ("marian", {}),
         ("bart", {}),

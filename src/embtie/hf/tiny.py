@@ -37,6 +37,31 @@ _TINY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "max_position_embeddings": 64,
         },
     ),
+    "mistral": (
+        "MistralConfig",
+        "MistralForCausalLM",
+        {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 64,
+        },
+    ),
+    "qwen3": (
+        "Qwen3Config",
+        "Qwen3ForCausalLM",
+        {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+            "max_position_embeddings": 64,
+        },
+    ),
     "gpt_neox": (
         "GPTNeoXConfig",
         "GPTNeoXForCausalLM",
