@@ -98,6 +98,26 @@ def test_train_average_translate_bleu(tmp_path, capsys):
     assert 0.0 <= res["bleu"] <= 100.0 and "nrefs:1|case:mixed" in res["bleu_signature"]
     assert res["chrf"] > 0.0
 
+    # embtie eval on user files writes BLEU/chrF with signatures to eval.json
+    args = [
+        "eval",
+        str(run),
+        "--src-file",
+        str(src),
+        "--ref-file",
+        str(ref),
+        "--beam",
+        "2",
+        "--checkpoint",
+        "avg-last3",
+    ]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "sacreBLEU nrefs:1|case:mixed" in out
+    saved = json.loads((run / "eval.json").read_text())["test@avg-last3"]
+    assert saved["bleu"] == pytest.approx(res["bleu"]) and saved["checkpoint"] == "avg-last3"
+    assert (run / "hyps.test@avg-last3.txt").read_text().splitlines() == hyps
+
 
 def test_separate_vocabularies_tie_only_the_decoder(tmp_path):
     raw = json.loads(json.dumps(TINY))

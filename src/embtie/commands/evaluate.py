@@ -2,7 +2,8 @@
 
 Translation runs (tasks with ``evaluate_translation``): ``embtie eval RUN_DIR --split valid`` or
 ``--src-file S --ref-file R`` decodes (``--beam``, ``--lenpen``) and reports sacreBLEU and chrF with
-their signatures, plus the perplexity; the outputs go to RUN_DIR/hyps.<split>.txt.
+their signatures, plus the perplexity; the outputs go to RUN_DIR/hyps.<split>.txt (and eval.json
+under ``<split>``, or ``<split>@<checkpoint>`` when --checkpoint is given).
 """
 
 from __future__ import annotations
@@ -60,11 +61,12 @@ def _translation(run_, split: str, args: argparse.Namespace) -> int:
     )
     hyps = res.pop("hyps")
     d = Path(args.run_dir)
-    write_atomic(d / f"hyps.{split}.txt", "".join(h + "\n" for h in hyps))
+    key = split if args.checkpoint is None else f"{split}@{run_.checkpoint.name}"
+    write_atomic(d / f"hyps.{key}.txt", "".join(h + "\n" for h in hyps))
     res["checkpoint"] = run_.checkpoint.name
     out = d / "eval.json"
     allres = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
-    allres[split] = res
+    allres[key] = res
     write_atomic(out, json.dumps(allres, indent=1))
     print(
         f"{split}: BLEU {res['bleu']:.2f}  chrF {res['chrf']:.2f}  ppl {res['ppl']:.2f}  (beam {res['beam']}, "
