@@ -2,6 +2,7 @@
 greedy and beam, and the Hugging Face Trainer on real PTB text."""
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -134,6 +135,8 @@ def test_hf_trainer_reduces_the_loss_on_ptb(strategy, tmp_path):
     )
     trainer = transformers.Trainer(model=model, args=args, train_dataset=blocks, eval_dataset=blocks)
     assert trainer.model_accepts_loss_kwargs and trainer.label_names == ["labels"]
+    # the Trainer drops dataset columns the forward signature lacks: the patched forward keeps the original's
+    assert {"input_ids", "attention_mask", "labels"} <= set(inspect.signature(model.forward).parameters)
     start = trainer.evaluate()["eval_loss"]
     trainer.train()
     end = trainer.evaluate()["eval_loss"]
