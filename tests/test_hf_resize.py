@@ -23,7 +23,7 @@ def test_grow_keeps_every_row_and_the_old_logits(strategy, options):
     emb = model.resize_token_embeddings(V + 20)
     s = eh.sharing_of(model)
     assert emb is model.get_input_embeddings() and emb.sharing is s and model.get_output_embeddings().sharing is s
-    assert s.vocab_size == V + 20 and model.config.vocab_size == V + 20
+    assert s.vocab_size == V + 20 and model.config.vocab_size == V + 20 == model.config.embtie["vocab_size"]
     for name, t in s.state_dict().items():
         if t.shape == old[name].shape:
             assert torch.equal(t, old[name]), name

@@ -108,6 +108,7 @@ class EmbtieModelMixin:
         if hasattr(self.config, "decoder_vocab_size"):  # Marian keeps the target vocabulary size apart
             self.config.decoder_vocab_size = size
         self.vocab_size = size
+        self.config.embtie["vocab_size"] = size
         return embedding
 
 
