@@ -1,0 +1,98 @@
+"""``embtie compare``: train a grid of strategies x seeds and write a report with statistics and diagnostics."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
+DESCRIPTION = (
+    "Train every strategy x seed of a preset (finished runs are skipped, interrupted ones resumed), analyse "
+    "each run, and write DIR/results.csv, results.json, report.md, report.html and the PNG plots. With no "
+    "arguments: the default job (a small PTB comparison, about 10 minutes on 2 CPU cores)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from embtie import compare
+
+    parser.add_argument(
+        "args",
+        nargs="*",
+        metavar="[PRESET] [key=value ...]",
+        help=f"preset name or YAML file (default {compare.DEFAULT_PRESET}), then config overrides for every run, "
+        "e.g. train.max_steps=300",
+    )
+    parser.add_argument(
+        "--strategies",
+        default=None,
+        help=f"comma-separated strategies (default {','.join(compare.DEFAULT_STRATEGIES)}; "
+        "'all' = the twelve seed strategies + ngpt)",
+    )
+    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per strategy (default {compare.DEFAULT_SEEDS})")
+    parser.add_argument("--out", default=None, help="output folder (default runs/compare-<preset>)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _accept_trailing_positionals(parser)
+
+
+def _accept_trailing_positionals(parser: argparse.ArgumentParser) -> None:
+    """Let key=value overrides also follow the options (argparse stops filling a nargs='*' positional at
+    the first option): leftover non-option words are appended to ``args``."""
+    plain = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        ns, extras = plain(args, namespace)
+        words = [e for e in extras if not e.startswith("-")]
+        ns.args = [*(getattr(ns, "args", None) or []), *words]
+        return ns, [e for e in extras if e.startswith("-")]
+
+    parser.parse_known_args = parse_known_args
+
+
+def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """The positional arguments: an optional preset first (no '='), then key=value overrides."""
+    from embtie.errors import ConfigError
+
+    items = list(args.args)
+    preset = None
+    if items and ("=" not in items[0] or Path(items[0]).is_file()):
+        preset = items.pop(0)
+    for o in items:
+        if "=" not in o:
+            raise ConfigError(f"{o!r} is not a key=value override; give the preset first, then key=value overrides")
+    return preset, items
+
+
+def run(args: argparse.Namespace) -> int:
+    from embtie import compare, compare_report, report, sharing
+
+    preset, overrides = _split_preset(args)
+    default_job = preset is None
+    if default_job:
+        preset = compare.DEFAULT_PRESET
+        overrides = [*compare.DEFAULT_OVERRIDES, *overrides]
+    if args.strategies is None:
+        strategies = list(compare.DEFAULT_STRATEGIES)
+    elif args.strategies.strip() == "all":
+        strategies = [*sharing.SEED_STRATEGIES, "ngpt"]
+    else:
+        strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    out = Path(args.out) if args.out else Path("runs") / f"compare-{Path(preset).stem}"
+    spec = compare.CompareSpec(
+        preset=preset,
+        strategies=strategies,
+        seeds=args.seeds or compare.DEFAULT_SEEDS,
+        overrides=overrides,
+        out_dir=out,
+    )
+    t0 = time.perf_counter()
+    runs = compare.execute(spec, progress=not args.no_progress)
+    results = compare.collect(spec, runs)
+    csv_path, json_path = compare.write_tables(results, out)
+    md, page = report.write(compare_report.build(results, out), out)
+    print(f"compared {len(strategies)} strategies x {spec.seeds} seeds in {time.perf_counter() - t0:.0f} s")
+    print(f"report: {page.resolve()}")
+    print(f"        {md.resolve()}")
+    print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")
+    return 0

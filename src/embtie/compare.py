@@ -1,0 +1,284 @@
+"""Grids of strategies x seeds: train every run (skipping finished ones, resuming interrupted ones),
+analyse each once, and collect everything the report needs from the saved files.
+
+Layout of an output folder DIR::
+
+    DIR/runs/<strategy>/seed<k>/      one ``embtie.train`` run directory each (+ analysis/)
+    DIR/results.csv, results.json     one row / record per run, and the per-strategy statistics
+    DIR/report.md, report.html, *.png the report (see ``embtie.compare_report``)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from embtie import stats
+from embtie.analysis import run_diagnostics
+from embtie.config import load_config
+from embtie.errors import ConfigError
+
+BASELINE = "tied"
+
+DEFAULT_PRESET = "ptb-gpt-tiny"
+DEFAULT_STRATEGIES = ("tied", "untied", "tied-loginit", "tied-shuffle", "l2norm", "fixed")
+"""The default job: the baseline, untying (Su's first countermeasure, and the parameter cost), Su's
+log-init and half-swap, Liu's normalisation, Shalev's fixed classifier."""
+DEFAULT_SEEDS = 2
+DEFAULT_OVERRIDES: tuple[str, ...] = (
+    "data.batch_size=16",
+    "data.valid_tokens=20000",
+    "train.max_steps=120",
+    "train.warmup_steps=20",
+    "train.eval_every=40",
+    "train.eval_batches=10",
+    "train.checkpoint_every=40",
+)
+"""Applied before the user's overrides when no preset is given: 12 short runs (16 x 64 tokens per step,
+120 steps, validation on the first 20,000 PTB valid tokens), sized for ~10 minutes on 2 idle CPU cores."""
+
+STRATEGY_OPTIONS: dict[str, dict[str, Any]] = {
+    "fixed": {"logit_scale": "learned"},
+    "hadamard": {"logit_scale": "learned"},
+}
+"""Options given to a strategy in a comparison unless ``sharing.options.*`` overrides say otherwise: a
+fixed classifier with unit-norm rows needs a learned logit scale (Hoffer et al.) to reach useful
+perplexities at small widths (see DESIGN.md, section 2)."""
+
+N_UPDATE_BATCHES = 8
+
+
+@dataclass
+class CompareSpec:
+    preset: str = DEFAULT_PRESET
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    seeds: int = DEFAULT_SEEDS
+    overrides: list[str] = field(default_factory=list)
+    out_dir: Path = Path("runs/compare")
+
+    def command(self) -> str:
+        """The shell command that (re)creates this comparison."""
+        parts = ["embtie compare", self.preset, "--strategies", ",".join(self.strategies), "--seeds", str(self.seeds)]
+        parts += ["--out", str(self.out_dir), *self.overrides]
+        return " ".join(parts)
+
+
+@dataclass
+class PlannedRun:
+    strategy: str
+    seed: int
+    run_dir: Path
+    cfg: Any
+
+
+def run_dir(out_dir: Path, strategy: str, seed: int) -> Path:
+    return Path(out_dir) / "runs" / strategy / f"seed{seed}"
+
+
+def plan(spec: CompareSpec) -> list[PlannedRun]:
+    """Validated configs of every strategy x seed (a ConfigError names the first bad one)."""
+    from embtie import sharing
+
+    if spec.seeds < 1:
+        raise ConfigError(f"--seeds {spec.seeds} must be >= 1")
+    if not spec.strategies:
+        raise ConfigError("--strategies is empty; give e.g. --strategies tied,untied")
+    for name in spec.strategies:
+        sharing.get(name)  # ConfigError listing the valid names
+    if len(set(spec.strategies)) != len(spec.strategies):
+        raise ConfigError(f"--strategies lists a strategy twice: {','.join(spec.strategies)}")
+    user_opts = [o for o in spec.overrides if o.split("=", 1)[0].startswith("sharing.")]
+    if any(o.split("=", 1)[0] == "sharing.name" for o in user_opts):
+        raise ConfigError("do not set sharing.name in a comparison; list strategies with --strategies a,b,c")
+    runs = []
+    for name in spec.strategies:
+        base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
+        keep_preset_opts = base.sharing.name == name
+        options = dict(base.sharing.options) if keep_preset_opts else {}
+        for k, v in STRATEGY_OPTIONS.get(name, {}).items():
+            options.setdefault(k, v)
+        for seed in range(spec.seeds):
+            cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
+            cfg = cfg.replace(user_opts) if user_opts else cfg
+            cfg = cfg.replace({"train.progress": False})
+            runs.append(PlannedRun(name, seed, run_dir(spec.out_dir, name, seed), cfg))
+    return runs
+
+
+def _finished(d: Path) -> bool:
+    p = d / "summary.json"
+    if not p.is_file():
+        return False
+    try:
+        return bool(json.loads(p.read_text(encoding="utf-8")).get("finished"))
+    except json.JSONDecodeError:
+        return False
+
+
+def execute(spec: CompareSpec, progress: bool = True) -> list[PlannedRun]:
+    """Train and analyse every planned run that is not finished yet; returns the plan."""
+    from embtie.train import load_run, train
+
+    runs = plan(spec)
+    todo = [r for r in runs if not (_finished(r.run_dir) and run_diagnostics.read(r.run_dir) is not None)]
+    done = len(runs) - len(todo)
+    bar = tqdm(total=len(runs), initial=done, desc="compare", unit="run", disable=not progress, file=sys.stderr)
+    for r in todo:
+        bar.set_postfix_str(f"{r.strategy} seed {r.seed}")
+        t0 = time.perf_counter()
+        status = "resuming" if (r.run_dir / "checkpoints").is_dir() and not _finished(r.run_dir) else "training"
+        if progress:
+            bar.write(f"[{bar.n + 1}/{len(runs)}] {status} {r.strategy} seed {r.seed} -> {r.run_dir}")
+        summary = train(r.cfg, r.run_dir)
+        if run_diagnostics.read(r.run_dir) is None:
+            loaded = load_run(r.run_dir)
+            diag, arrays = run_diagnostics.diagnose(loaded.model, loaded.task, loaded.config, summary, N_UPDATE_BATCHES)
+            run_diagnostics.write(r.run_dir, diag, arrays)
+        if progress:
+            bar.write(
+                f"    valid ppl {summary['valid_ppl']:.1f}, step-0 loss {summary['step0_loss']:.2f} "
+                f"({time.perf_counter() - t0:.0f} s)"
+            )
+        bar.update(1)
+    bar.close()
+    return runs
+
+
+# --------------------------------------------------------------------------- collecting results
+def read_curves(d: Path) -> dict[str, list[float]]:
+    """Train and valid loss against step from RUN_DIR/metrics.jsonl (only full or capped validations)."""
+    out: dict[str, list[float]] = {"train_steps": [], "train": [], "valid_steps": [], "valid": []}
+    p = d / "metrics.jsonl"
+    if not p.is_file():
+        return out
+    for line in p.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        split, loss = rec.get("split"), rec.get("loss")
+        if split in ("train", "valid") and loss is not None and math.isfinite(loss):
+            out[f"{split}_steps"].append(rec["step"])
+            out[split].append(loss)
+    return out
+
+
+CSV_FIELDS = [
+    "strategy",
+    "seed",
+    "valid_ppl",
+    "best_valid_ppl",
+    "valid_loss",
+    "step0_loss",
+    "su_predicted",
+    "ln_v",
+    "params_learned",
+    "params_fixed",
+    "tokens_per_s",
+    "steps",
+    "rho_output_norm_freq",
+    "rho_input_norm_freq",
+    "input_rows_per_batch",
+    "output_rows_per_batch",
+    "run_dir",
+]
+
+
+def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
+    """Everything from the saved files: per-run rows, per-strategy statistics, tests vs the baseline."""
+    rows, per_run = [], []
+    for r in runs:
+        summary = json.loads((r.run_dir / "summary.json").read_text(encoding="utf-8"))
+        loaded = run_diagnostics.read(r.run_dir)
+        if loaded is None:
+            raise ConfigError(f"{r.run_dir} has no analysis; run `embtie analyze {r.run_dir}` or compare again")
+        diag, arrays = loaded
+        nf = diag.get("norm_frequency") or {}
+        row = {
+            "strategy": r.strategy,
+            "seed": r.seed,
+            **{k: summary.get(k) for k in ("valid_ppl", "best_valid_ppl", "valid_loss", "step0_loss")},
+            "su_predicted": diag["step0"]["predicted"],
+            "ln_v": diag["step0"]["ln_v"],
+            **{k: summary.get(k) for k in ("params_learned", "params_fixed", "tokens_per_s", "steps")},
+            "rho_output_norm_freq": (nf.get("output") or {}).get("rho"),
+            "rho_input_norm_freq": (nf.get("input") or {}).get("rho"),
+            "input_rows_per_batch": diag["row_updates"]["input_rows_per_batch"],
+            "output_rows_per_batch": diag["row_updates"]["output_rows_per_batch"],
+            "run_dir": str(r.run_dir),
+        }
+        rows.append(row)
+        per_run.append(
+            {
+                "strategy": r.strategy,
+                "seed": r.seed,
+                "summary": summary,
+                "diag": diag,
+                "arrays": arrays,
+                "curves": read_curves(r.run_dir),
+            }
+        )
+    strategies = list(dict.fromkeys(r.strategy for r in runs))
+    summary_stats = {}
+    for name in strategies:
+        mine = [x for x in rows if x["strategy"] == name]
+        summary_stats[name] = {
+            k: stats.seed_summary([x[k] for x in mine if x[k] is not None])
+            for k in ("valid_ppl", "best_valid_ppl", "step0_loss", "tokens_per_s", "rho_output_norm_freq")
+        }
+    tests = {}
+    if BASELINE in strategies:
+        base = _unit_stats(per_run, BASELINE)
+        for name in strategies:
+            if name == BASELINE:
+                continue
+            mine = _unit_stats(per_run, name)
+            n = min(len(base), len(mine))
+            if n and mine[:n].shape[1:] == base[:n].shape[1:]:
+                t = stats.perplexity_bootstrap(mine[:n], base[:n])
+                t["verdict"] = stats.verdict(t, higher_is_better=False)
+                tests[name] = t
+    return {
+        "preset": spec.preset,
+        "strategies": strategies,
+        "seeds": spec.seeds,
+        "overrides": spec.overrides,
+        "command": spec.command(),
+        "baseline": BASELINE,
+        "rows": rows,
+        "summary": summary_stats,
+        "tests": tests,
+        "per_run": per_run,
+    }
+
+
+def _unit_stats(per_run: list[dict], strategy: str) -> np.ndarray:
+    """(seeds, units, 2) valid-unit loss statistics of a strategy, seeds in order."""
+    arrs = [p["arrays"]["valid_units"] for p in sorted(per_run, key=lambda p: p["seed"]) if p["strategy"] == strategy]
+    if not arrs:
+        return np.zeros((0, 0, 2))
+    n = min(a.shape[0] for a in arrs)
+    return np.stack([a[:n] for a in arrs])
+
+
+def write_tables(results: dict, out_dir: Path) -> tuple[Path, Path]:
+    """DIR/results.csv (one row per run) and DIR/results.json (rows, statistics, tests; no arrays)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / "results.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        w.writerows(results["rows"])
+    js = {k: v for k, v in results.items() if k != "per_run"}
+    js["diagnostics"] = [{"strategy": p["strategy"], "seed": p["seed"], **p["diag"]} for p in results["per_run"]]
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(js, indent=1, default=run_diagnostics._json_default), encoding="utf-8")
+    return csv_path, json_path
