@@ -117,7 +117,10 @@ def step0_losses(
     ax.axhline(ln_v, color="grey", ls="--", lw=1.2, label=f"ln V = {ln_v:.2f}")
     ax.set_xticks(x, names, rotation=35, ha="right")
     ax.set_ylabel("loss at step 0 (nats/token)")
-    ax.set_title("Initial loss: tied embeddings start far above a uniform guess")
+    lows = [v for v in [*means, *[predicted[names[i]] for i in px], ln_v] if v is not None and np.isfinite(v)]
+    highs = [max(measured[n]) for n in names if measured[n]] + lows
+    ax.set_ylim(min(lows) - 1.0, max(highs) + 0.5)
+    ax.set_title("Loss at step 0 against Su's prediction and ln V")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
@@ -157,8 +160,8 @@ def norm_vs_frequency(points: Mapping[str, Mapping], path: Path) -> Path:
         keep = (c > 0) & (n > 0)
         ax.scatter(c[keep], n[keep], s=2, alpha=0.35, color="tab:red", rasterized=True)
         ax.set_xscale("log")
-        if np.ptp(n[keep]) > 1e-6 * max(float(n[keep].max()), 1e-12):
-            ax.set_yscale("log")
+        if keep.any() and float(n[keep].max()) > 10 * float(n[keep].min()):
+            ax.set_yscale("log")  # log only when the norms span more than a decade
         rho = p.get("rho")
         rho_txt = "n/a (norms constant)" if rho is None or not math.isfinite(rho) else f"{rho:+.2f}"
         ax.set_title(f"{name}: rho = {rho_txt}", fontsize=10)
@@ -190,7 +193,7 @@ def row_update_frequency(updates: Mapping[str, Mapping], path: Path, bins: int =
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("frequency rank", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7, loc="center left")
+        ax.legend(fontsize=7, loc="lower left")
     axes[0].set_ylabel("share of batches with update")
     fig.tight_layout()
     return _save(fig, path)
@@ -206,7 +209,12 @@ def parameter_counts(counts: Mapping[str, Mapping[str, int]], path: Path) -> Pat
     fixed = np.array([counts[n].get("fixed", 0) for n in names], dtype=float) / 1e6
     ax.bar(x, rest, color="tab:gray", label="learned: rest of model")
     ax.bar(x, s_l, bottom=rest, color="tab:blue", label="learned: embedding / output layer")
-    ax.bar(x, fixed, bottom=rest + s_l, color="none", edgecolor="tab:red", hatch="///", label="fixed (never trained)")
+    if fixed.any():
+        ax.bar(
+            x[fixed > 0], fixed[fixed > 0], bottom=(rest + s_l)[fixed > 0], color="none", edgecolor="tab:red",
+            hatch="///", label="fixed (never trained)",
+        )  # fmt: skip
+    ax.margins(y=0.12)
     ax.set_xticks(x, names, rotation=35, ha="right")
     ax.set_ylabel("parameters (millions)")
     ax.legend(fontsize=8)
