@@ -1,0 +1,103 @@
+"""Run the performance benchmarks, print their tables and write/update BENCHMARKS.md.
+
+    python -m bench                      # everything at default sizes (minutes on 2 shared CPU cores)
+    python -m bench --only loss,hadamard # some sections; the others in BENCHMARKS.md are kept
+    python -m bench --large              # add the large sizes (V=131072 at 8192 tokens, GPT-2 small, ...)
+    python -m bench --device cuda        # the same on a GPU
+
+Each section of BENCHMARKS.md records its own date, machine, torch version and command, so
+sections run at different times stay attributable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from bench import beam, hadamard, hf_gpt2, loss_memory, overhead, peak
+from bench.common import ROOT, Section, machine, pick_device
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
+    "peak": lambda a: peak.run(a.device),
+    "loss": lambda a: loss_memory.run(a.large, a.device, a.repeats or 3),
+    "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
+    "overhead": lambda a: overhead.run(a.large, a.device, a.repeats or 4, a.precision),
+    "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 5),
+    "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
+}
+NEEDS_HF = ("hf_gpt2", "beam")
+
+HEADER = """# Benchmarks
+
+Produced by `python -m bench` (see bench/). Every ratio is measured **side by side in one process**:
+the candidates run alternately, round after round, and the ratio is that of the fastest call of
+each (other jobs on this shared machine can only add time); CPU-time ratios are given next to the
+wall-clock ones. Memory is measured in separate fresh processes (peak resident set size). Each
+section states when, where and with which command it was produced.
+"""
+
+
+def _section_text(name: str, sec: Section, info: dict[str, str], command: str, seconds: float) -> str:
+    meta = "; ".join(f"{k}: {v}" for k, v in info.items())
+    return (
+        f"<!-- bench:{name} -->\n## {sec.title}\n\n"
+        f"`{command}` ({seconds:.0f} s). {meta}.\n\n{sec.body}\n<!-- /bench:{name} -->\n"
+    )
+
+
+def update_markdown(path, texts: dict[str, str]) -> None:
+    """Replace (or append) the sections in ``texts`` in the file, keeping the others, in SECTIONS order."""
+    old = path.read_text() if path.exists() else ""
+    blocks: dict[str, str] = {}
+    for m in re.finditer(r"(?s)<!-- bench:(\w+) -->\n.*?<!-- /bench:\1 -->\n", old):
+        blocks[m.group(1)] = m.group(0)
+    blocks.update(texts)
+    order = [n for n in SECTIONS if n in blocks] + [n for n in blocks if n not in SECTIONS]
+    path.write_text(HEADER + "\n" + "\n".join(blocks[n] for n in order))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {', '.join(SECTIONS)}")
+    p.add_argument("--large", action="store_true", help="add the large sizes (slow; more memory)")
+    p.add_argument("--device", default="auto", help="cpu, cuda or auto")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch threads (default 1: stable timings on a shared machine)"
+    )
+    p.add_argument("--repeats", type=int, default=None, help="rounds per comparison (default: per section)")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="of the strategy-overhead steps")
+    p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="markdown file to update ('' = none)")
+    args = p.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        p.error(f"unknown section {unknown[0]!r}; choose from {', '.join(SECTIONS)}")
+    torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    texts = {}
+    for name in names:
+        if name in NEEDS_HF and importlib.util.find_spec("transformers") is None:
+            print(f"[{name}] skipped: transformers is not installed (pip install -e '.[hf]')")
+            continue
+        info = machine(device)
+        t0 = time.perf_counter()
+        sec = SECTIONS[name](args)
+        seconds = time.perf_counter() - t0
+        print(f"\n## {sec.title}\n\n{sec.body}\n", flush=True)
+        texts[name] = _section_text(name, sec, info, command.strip(), seconds)
+        if args.out:  # write after every section, so an interrupted run keeps what it measured
+            update_markdown(Path(args.out), {name: texts[name]})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""Training-step time of every strategy relative to `tied`, on the `ptb-gpt-tiny` body.
+
+The body is the preset's GPT (4 layers, 4 heads, rotary, RMSNorm, no biases, context 64) with its
+width set to d; the vocabulary is V (random token ids: only the time matters). One step = forward,
+``sharing.loss + sharing.regularization``, backward, gradient clipping and the preset's optimizer
+(fused AdamW) — what ``embtie train`` does. All strategies run interleaved, round after round.
+
+    python -m bench.overhead [--large] [--device cpu|cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import torch
+
+from bench.common import Section, fmt, interleaved, md_table, pick_device
+from embtie import models, sharing
+from embtie.config import load_config
+from embtie.optim import build_optimizer
+
+FIXED = ("fixed", "hadamard")
+
+
+def _configs(large: bool) -> tuple[list[tuple[int, int]], int]:
+    """([(V, d), ...], batch size in sequences of 64 tokens)."""
+    grid = [(10000, 256), (10000, 512), (32768, 256), (32768, 512)]
+    return grid, (32 if large else 4)
+
+
+class Trainer:
+    """One model + optimizer; ``step()`` is one training step on a fixed random batch."""
+
+    def __init__(self, strategy: str, vocab: int, dim: int, batch: int, device: torch.device, precision: str):
+        cfg = load_config("ptb-gpt-tiny", [f"model.dim={dim}"])
+        torch.manual_seed(0)
+        self.sharing = sharing.build(strategy, vocab_size=vocab, dim=dim)
+        self.model = models.build(cfg.model, self.sharing).to(device)
+        self.opt = build_optimizer(self.model, cfg.train)
+        self.clip = cfg.train.grad_clip
+        t = cfg.data.bptt
+        g = torch.Generator().manual_seed(1)
+        self.ids = torch.randint(0, vocab, (batch, t), generator=g).to(device)
+        self.targets = torch.randint(0, vocab, (batch, t), generator=g).to(device)
+        self.device = device
+        self.bf16 = precision == "bf16"
+
+    def step(self) -> None:
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            h = self.model(self.ids)
+            loss = self.sharing.loss(h, self.targets) + self.sharing.regularization()
+        loss.backward()
+        if self.clip:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+
+
+def run(large: bool = False, device_name: str = "auto", repeats: int = 4, precision: str = "fp32") -> Section:
+    device = pick_device(device_name)
+    grid, batch = _configs(large)
+    names = sharing.names()
+    ratios: dict[str, dict[tuple[int, int], float]] = {n: {} for n in names}
+    cpu_ratios: dict[str, dict[tuple[int, int], float]] = {n: {} for n in names}
+    tied_ms: dict[tuple[int, int], float] = {}
+    for vocab, dim in grid:
+        print(f"[overhead] V={vocab} d={dim} batch={batch}x64 {precision}", flush=True)
+        trainers = {n: Trainer(n, vocab, dim, batch, device, precision) for n in names}
+        tim = interleaved({n: tr.step for n, tr in trainers.items()}, repeats=repeats, warmup=1, device=device)
+        tied_ms[(vocab, dim)] = 1e3 * tim.best("tied")
+        for n in names:
+            ratios[n][(vocab, dim)] = tim.ratio(n, "tied")
+            cpu_ratios[n][(vocab, dim)] = tim.ratio(n, "tied", cpu=True)
+        del trainers
+    worst_of = {n: max(r.values()) for n, r in ratios.items()}
+    headers = ["strategy", *(f"V={v} d={d}" for v, d in grid), "worst", "target", "met"]
+    rows, figures = [], {}
+    for n in names:
+        worst = max(ratios[n].values())
+        target = "<= 1.00" if n in FIXED else ("<= 1.05" if n in sharing.SEED_STRATEGIES else "-")
+        limit = 1.0 if n in FIXED else 1.05
+        met = "-" if target == "-" else ("yes" if worst <= limit else "no")
+        cells = [f"{fmt(ratios[n][c])} ({fmt(cpu_ratios[n][c])})" for c in grid]
+        rows.append([n, *cells, fmt(worst), target, met])
+        figures[f"worst_ratio_vs_tied[{n}]"] = worst
+    rows.append(["tied (ms/step)", *(fmt(tied_ms[c], 0) for c in grid), "", "", ""])
+    body = (
+        f"Batch {batch} x 64 tokens, {precision}, {repeats} interleaved rounds after a warm-up step. Cells: "
+        "fastest step / tied's fastest step, wall clock (CPU time in parentheses). "
+        f"Median over strategies of the worst ratio: {fmt(statistics.median(worst_of.values()))}."
+        "\n\n" + md_table(headers, rows)
+    )
+    return Section(f"Strategy overhead vs tied ({precision})", body, figures)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--large", action="store_true", help="the preset's batch (32 x 64) instead of 4 x 64")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    args = p.parse_args()
+    print(run(args.large, args.device, args.repeats, args.precision).body)
+
+
+if __name__ == "__main__":
+    main()
