@@ -188,6 +188,10 @@ CSV_FIELDS = [
     "rho_input_norm_freq",
     "input_rows_per_batch",
     "output_rows_per_batch",
+    "bleu",
+    "chrf",
+    "vu",
+    "rare_token_share",
     "run_dir",
 ]
 
@@ -215,6 +219,13 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
             "output_rows_per_batch": diag["row_updates"]["output_rows_per_batch"],
             "run_dir": str(r.run_dir),
         }
+        mt = diag.get("translation")
+        row.update(
+            bleu=mt["scores"].get("bleu") if mt else None,
+            chrf=mt["scores"].get("chrf") if mt else None,
+            vu=mt["vocab_usage"]["vu"] if mt else None,
+            rare_token_share=mt["vocab_usage"]["rare_token_share"] if mt else None,
+        )
         rows.append(row)
         per_run.append(
             {
@@ -232,7 +243,7 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
         mine = [x for x in rows if x["strategy"] == name]
         summary_stats[name] = {
             k: stats.seed_summary([x[k] for x in mine if x[k] is not None])
-            for k in ("valid_ppl", "best_valid_ppl", "step0_loss", "tokens_per_s", "rho_output_norm_freq")
+            for k in ("valid_ppl", "best_valid_ppl", "step0_loss", "tokens_per_s", "rho_output_norm_freq", "bleu", "vu")
         }
     tests = {}
     if BASELINE in strategies:
@@ -246,6 +257,18 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
                 t = stats.perplexity_bootstrap(mine[:n], base[:n])
                 t["verdict"] = stats.verdict(t, higher_is_better=False)
                 tests[name] = t
+    bleu_tests = {}
+    if BASELINE in strategies and all("bleu_stats" in p["arrays"] for p in per_run):
+        base = _seed_stack(per_run, BASELINE, "bleu_stats")
+        for name in strategies:
+            if name == BASELINE:
+                continue
+            mine = _seed_stack(per_run, name, "bleu_stats")
+            n = min(len(base), len(mine))
+            if n:
+                t = stats.bleu_bootstrap(mine[:n], base[:n])
+                t["verdict"] = stats.verdict(t, higher_is_better=True)
+                bleu_tests[name] = t
     return {
         "preset": spec.preset,
         "strategies": strategies,
@@ -256,17 +279,23 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
         "rows": rows,
         "summary": summary_stats,
         "tests": tests,
+        "bleu_tests": bleu_tests,
         "per_run": per_run,
     }
 
 
-def _unit_stats(per_run: list[dict], strategy: str) -> np.ndarray:
-    """(seeds, units, 2) valid-unit loss statistics of a strategy, seeds in order."""
-    arrs = [p["arrays"]["valid_units"] for p in sorted(per_run, key=lambda p: p["seed"]) if p["strategy"] == strategy]
+def _seed_stack(per_run: list[dict], strategy: str, key: str) -> np.ndarray:
+    """(seeds, units, k) per-unit statistics ``key`` of a strategy, seeds in order."""
+    arrs = [p["arrays"][key] for p in sorted(per_run, key=lambda p: p["seed"]) if p["strategy"] == strategy]
     if not arrs:
         return np.zeros((0, 0, 2))
     n = min(a.shape[0] for a in arrs)
     return np.stack([a[:n] for a in arrs])
+
+
+def _unit_stats(per_run: list[dict], strategy: str) -> np.ndarray:
+    """(seeds, units, 2) valid-unit loss statistics of a strategy, seeds in order."""
+    return _seed_stack(per_run, strategy, "valid_units")
 
 
 def write_tables(results: dict, out_dir: Path) -> tuple[Path, Path]:

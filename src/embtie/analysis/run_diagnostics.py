@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def update_batches(task: Any, model: nn.Module, n: int, device: torch.device):
 
 def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batches: int = 8) -> tuple[dict, dict]:
     """(diagnostics dict, arrays dict) of a loaded model; see the module docstring."""
+    t_diag = time.perf_counter()
     s = model.sharing
     v, d = s.vocab_size, s.dim
     device = next(model.parameters()).device
@@ -78,14 +80,19 @@ def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batc
     arrays["input_norms"], arrays["output_norms"] = io["input"], io["output"]
 
     vocab = _vocab(task)
-    if vocab is not None and len(vocab.counts) == v:
+    diag["norm_frequency"] = diag["wordsim"] = diag["translation"] = None
+    if hasattr(task, "evaluate_translation"):
+        from embtie.analysis.translation_diag import diagnose_translation
+
+        diag["translation"], mt_arrays = diagnose_translation(task, model)
+        arrays.update(mt_arrays)
+        diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, arrays["counts"]) for k, a in io.items()}
+    elif vocab is not None and len(vocab.counts) == v:
         counts = np.asarray(vocab.counts, dtype=np.int64)
         arrays["counts"] = counts
         diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()}
         with torch.no_grad():
             diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), vocab.stoi)
-    else:
-        diag["norm_frequency"] = diag["wordsim"] = None
 
     was = model.training
     model.train()
@@ -104,6 +111,7 @@ def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batc
         "loss": float(units[:, 0].sum() / units[:, 1].sum()),
         "task_metrics": {k: val for k, val in metrics.items() if isinstance(val, int | float | str)},
     }
+    diag["seconds"] = time.perf_counter() - t_diag
     return diag, arrays
 
 
