@@ -19,7 +19,7 @@ $(BIN)/.installed: pyproject.toml
 venv: $(BIN)/.installed
 
 run: venv
-	$(BIN)/embtie theory
+	$(BIN)/embtie compare
 
 test: venv
 	$(BIN)/ruff check src tests bench
