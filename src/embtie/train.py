@@ -321,7 +321,8 @@ def _train(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> dict[str, Any]:
     bar.close()
 
     last = st["last_eval"]
-    if rt.is_main and (last is None or last["step"] != total or not last["full"]):
+    missing = rt.is_main and (last is None or last["step"] != total or not last["full"])
+    if runtime.all_reduce_sum([float(missing)], rt)[0] > 0:  # every rank takes the same branch
         do_eval(total, None)  # resumed after the final checkpoint but without a final evaluation
         last = st["last_eval"]
     summary: dict[str, Any] = {}
