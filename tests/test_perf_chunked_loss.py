@@ -104,8 +104,9 @@ def test_ignore_index_other_than_default_and_all_in_one_chunk():
     _assert_equal(ref, _run(s, h, t, ignore_index=3, impl="chunked"))  # default chunk > 26 tokens
 
 
-def test_bf16_autocast_matches_plain_to_bf16_rounding():
-    s = _strategy("l2norm", bias=True, logit_scale="learned", softcap=5.0)
+@pytest.mark.parametrize("options", [{}, {"bias": True, "logit_scale": "learned", "softcap": 5.0}])
+def test_bf16_autocast_matches_plain_to_bf16_rounding(options):
+    s = _strategy("l2norm", **options)
     h, t = _inputs(True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ref = _run(s, h, t, label_smoothing=0.1, impl="plain")

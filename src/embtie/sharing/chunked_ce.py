@@ -62,27 +62,66 @@ def default_chunk(vocab_size: int) -> int:
     return max(16, CHUNK_ELEMENTS // vocab_size)
 
 
-def _chunk_logits(xc: Tensor, w: Tensor | None, b: Tensor | None, cfg: _Config) -> tuple[Tensor, Tensor | None]:
-    """(c, d_t) -> float32 logits (c, V), and tanh(u / cap) (c, V) when soft-capped (else None)."""
+class _Workspace:
+    """Chunk-sized buffers reused by every chunk (out= ops), and by the next call of the same shape.
+
+    Fresh multi-MiB tensors would be page-faulted in anew for every chunk on CPU (large allocations
+    are mmap-ed and returned to the system when freed); reusing them is what makes the chunked loss
+    as fast as the plain one. The most recent workspace is kept (a few chunk x V buffers, e.g.
+    3 x 64 MiB at V = 32768); ``release_workspace()`` frees it.
+    """
+
+    def __init__(self, rows: int, v: int, d: int, cfg: _Config, device: torch.device, dw: bool) -> None:
+        f32, cd = torch.float32, cfg.compute_dtype
+        self.rows = rows
+        self.z = torch.empty(rows, v, dtype=f32, device=device)  # logits, or tanh(u / cap)
+        self.lp = torch.empty(rows, v, dtype=f32, device=device)  # log-probabilities -> dz
+        self.u = None if cd == f32 else torch.empty(rows, v, dtype=cd, device=device)  # matmul out / dz
+        self.zc = torch.empty(rows, v, dtype=f32, device=device) if cfg.cap is not None else None
+        self.dw = torch.empty(v, d, dtype=cd, device=device) if dw and cd != f32 else None
+
+
+_CACHE: dict[tuple, _Workspace] = {}
+
+
+def _workspace(rows: int, v: int, d: int, cfg: _Config, device: torch.device, dw: bool) -> _Workspace:
+    """A workspace of at least ``rows`` rows (the cached one when it is large enough)."""
+    key = (v, d, cfg.compute_dtype, cfg.cap is not None, device, dw)
+    ws = _CACHE.get(key)
+    if ws is None or ws.rows < rows:
+        _CACHE.clear()
+        ws = _CACHE[key] = _Workspace(rows, v, d, cfg, device, dw)
+    return ws
+
+
+def release_workspace() -> None:
+    """Free the cached chunk buffers (they are re-created by the next call)."""
+    _CACHE.clear()
+
+
+def _chunk_logprobs(
+    xc: Tensor, w: Tensor | None, b: Tensor | None, cfg: _Config, ws: _Workspace
+) -> tuple[Tensor, Tensor | None]:
+    """(c, d_t) -> float32 log-probabilities (c, V), and tanh(u / cap) (c, V) when soft-capped (else None)."""
+    r = xc.shape[0]
     if cfg.structured is not None:
         u = cfg.structured(xc)
         if b is not None:
             u = u + b
-    elif b is not None:
-        u = torch.addmm(b, xc, w.t())
     else:
-        u = xc @ w.t()
-    u = u.float() if u.dtype != torch.float32 else u
+        u = (ws.z if ws.u is None else ws.u)[:r]
+        if b is not None:
+            torch.addmm(b, xc, w.t(), out=u)
+        else:
+            torch.mm(xc, w.t(), out=u)
+    z = ws.z[:r]
+    if u.data_ptr() != z.data_ptr():  # bf16 (or structured) matmul output -> float32, into the buffer
+        z.copy_(u)
+    lp = ws.lp[:r]
     if cfg.cap is None:
-        return u, None
-    t = u.div_(cfg.cap).tanh_()
-    return t * cfg.cap, t
-
-
-def _chunk_logprobs(xc: Tensor, w: Tensor | None, b: Tensor | None, cfg: _Config) -> tuple[Tensor, Tensor | None]:
-    """(c, d_t) -> float32 log-probabilities (c, V), and tanh(u / cap) (c, V) or None."""
-    z, t = _chunk_logits(xc, w, b, cfg)
-    return torch.log_softmax(z, dim=1), t
+        return torch.log_softmax(z, dim=1, out=lp), None
+    t = z.div_(cfg.cap).tanh_()
+    return torch.log_softmax(torch.mul(t, cfg.cap, out=ws.zc[:r]), dim=1, out=lp), t
 
 
 def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config) -> Tensor:
@@ -93,36 +132,57 @@ def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config) -> Tensor:
     return part
 
 
-def _chunk_grad(lp: Tensor, t: Tensor | None, tc: Tensor, cfg: _Config) -> Tensor:
-    """In place: log-probabilities (c, V) -> d(sum of token losses)/du (c, V).
+def _chunk_grad(lp: Tensor, t: Tensor | None, tc: Tensor, cfg: _Config, ws: _Workspace) -> Tensor:
+    """Log-probabilities (c, V) (overwritten) -> d(sum of token losses)/du (c, V) in the compute dtype.
 
     Without a soft-cap the uniform -eps/V term is left out here (``_smoothing_correction`` adds it
     as a rank-1 term to the contracted gradients); with one it is applied before the cap's derivative.
+    Everything is float32 until the result is rounded to the compute dtype (into the bf16 buffer).
     """
+    tc = tc.unsqueeze(1)
     dz = lp.exp_()
-    dz.scatter_add_(1, tc.unsqueeze(1), dz.new_full((dz.shape[0], 1), -(1.0 - cfg.eps)))
+    dz.scatter_add_(1, tc, dz.new_full((dz.shape[0], 1), -(1.0 - cfg.eps)))
     if t is not None:
         if cfg.eps:
             dz.sub_(cfg.eps / dz.shape[1])
         dz.mul_(t.square_().neg_().add_(1.0))
+    if ws.u is not None:
+        return ws.u[: dz.shape[0]].copy_(dz)
     return dz
 
 
 def _contract(
-    dz: Tensor, xc: Tensor, w: Tensor | None, dx: Tensor | None, dw: Tensor | None, db: Tensor | None, cfg: _Config
-) -> Tensor | None:
-    """Accumulate dW += dz^T xc and db += sum dz; return dz @ W for the chunk (or None)."""
+    dzc: Tensor,
+    xc: Tensor,
+    w: Tensor | None,
+    dx: Tensor | None,
+    dw: Tensor | None,
+    db: Tensor | None,
+    cfg: _Config,
+    ws: _Workspace,
+    first: bool,
+) -> None:
+    """dx[chunk] = dz @ W (written into ``dx``, the chunk's rows); dW += dz^T xc (= on the ``first``
+    chunk: dW is allocated uninitialised); db += sum dz."""
     if db is not None:
-        db.add_(dz.sum(dim=0))
-    dzc = dz if dz.dtype == cfg.compute_dtype else dz.to(cfg.compute_dtype)
+        db.add_(dzc.sum(dim=0, dtype=torch.float32))
     if dw is not None:
-        if dw.dtype == dzc.dtype:
-            dw.addmm_(dzc.t(), xc)
+        if ws.dw is None:
+            if first:
+                torch.mm(dzc.t(), xc, out=dw)
+            else:
+                dw.addmm_(dzc.t(), xc)
+        elif first:
+            dw.copy_(torch.mm(dzc.t(), xc, out=ws.dw))
         else:
-            dw.add_(dzc.t() @ xc)
-    if dx is None:
-        return None
-    return cfg.structured.transpose(dzc) if cfg.structured is not None else dzc @ w
+            dw.add_(torch.mm(dzc.t(), xc, out=ws.dw))
+    if dx is not None:
+        if cfg.structured is not None:
+            dx.copy_(cfg.structured.transpose(dzc))
+        elif dx.dtype == dzc.dtype:
+            torch.mm(dzc, w, out=dx)
+        else:
+            dx.copy_(dzc @ w)
 
 
 def _smoothing_correction(
@@ -169,21 +229,21 @@ def _grad_pass(
     dev = xk.device
     n = xk.shape[0]
     dx = torch.empty(xk.shape, dtype=torch.float32, device=dev) if needs[0] else None
-    dw = torch.zeros(w.shape, dtype=torch.float32, device=dev) if needs[1] else None
+    dw = torch.empty(w.shape, dtype=torch.float32, device=dev) if needs[1] and n else None
     db = torch.zeros(b.shape, dtype=torch.float32, device=dev) if needs[2] else None
     want = any(needs)
     total = torch.zeros((), dtype=torch.float32, device=dev)
+    v = cfg.structured.vocab_size if cfg.structured is not None else w.shape[0]
+    ws = _workspace(min(cfg.chunk, n), v, xk.shape[1], cfg, dev, dw is not None)
     for start in range(0, n, cfg.chunk):
-        xc, tc = xk[start : start + cfg.chunk], tk[start : start + cfg.chunk]
-        lp, t = _chunk_logprobs(xc, w, b, cfg)
+        sl = slice(start, start + cfg.chunk)
+        xc, tc = xk[sl], tk[sl]
+        lp, t = _chunk_logprobs(xc, w, b, cfg, ws)
         if loss_too:
             total += _chunk_loss(lp, tc, cfg)
         if want:
-            dz = _chunk_grad(lp, t, tc, cfg)
-            dxc = _contract(dz, xc, w, dx, dw, db, cfg)
-            if dx is not None:
-                dx[start : start + cfg.chunk] = dxc
-        del lp, t
+            dzc = _chunk_grad(lp, t, tc, cfg, ws)
+            _contract(dzc, xc, w, None if dx is None else dx[sl], dw, db, cfg, ws, start == 0)
     if want:
         _smoothing_correction(xk, w, dx, dw, db, n, cfg)
     return total, dx, dw, db
