@@ -129,7 +129,10 @@ def execute(spec: CompareSpec, progress: bool = True) -> list[PlannedRun]:
     from embtie.train import load_run, train
 
     runs = plan(spec)
-    todo = [r for r in runs if not (_finished(r.run_dir) and run_diagnostics.read(r.run_dir) is not None)]
+    # seed-major order: every strategy gets its first seed before any gets a second, so that an
+    # interrupted comparison already covers all strategies
+    order = sorted(runs, key=lambda r: (r.seed, spec.strategies.index(r.strategy)))
+    todo = [r for r in order if not (_finished(r.run_dir) and run_diagnostics.read(r.run_dir) is not None)]
     done = len(runs) - len(todo)
     bar = tqdm(total=len(runs), initial=done, desc="compare", unit="run", disable=not progress, file=sys.stderr)
     for r in todo:
@@ -196,9 +199,16 @@ CSV_FIELDS = [
 ]
 
 
+def finished_runs(runs: list[PlannedRun]) -> list[PlannedRun]:
+    """The runs that are trained and analysed (for a report of an unfinished comparison)."""
+    return [r for r in runs if _finished(r.run_dir) and run_diagnostics.read(r.run_dir) is not None]
+
+
 def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
     """Everything from the saved files: per-run rows, per-strategy statistics, tests vs the baseline."""
     rows, per_run = [], []
+    if not runs:
+        raise ConfigError(f"no finished runs in {spec.out_dir}; run the comparison first (without --report-only)")
     for r in runs:
         summary = json.loads((r.run_dir / "summary.json").read_text(encoding="utf-8"))
         loaded = run_diagnostics.read(r.run_dir)
@@ -271,6 +281,8 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
                 bleu_tests[name] = t
     return {
         "preset": spec.preset,
+        "runs_finished": len(runs),
+        "runs_planned": len(spec.strategies) * spec.seeds,
         "strategies": strategies,
         "seeds": spec.seeds,
         "overrides": spec.overrides,

@@ -40,6 +40,13 @@ def build(results: dict, out_dir: Path) -> report.Report:
     any_diag = next(iter(seed0.values()))["diag"]
     v, d, ln_v = any_diag["vocab_size"], any_diag["dim"], any_diag["step0"]["ln_v"]
     r = report.Report(f"embtie comparison: {results['preset']}")
+    if results["runs_finished"] < results["runs_planned"]:
+        r.add(
+            Text(
+                f"Partial report: {results['runs_finished']} of {results['runs_planned']} runs are finished; "
+                "statistics use the seeds finished so far."
+            )
+        )
     r.add(
         Text(
             f"Strategies: {', '.join(names)}; seeds: {results['seeds']}; vocabulary V = {v:,}, width d = {d}. "

@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=None, help=f"seeds per strategy (default {compare.DEFAULT_SEEDS})")
     parser.add_argument("--out", default=None, help="output folder (default runs/compare-<preset>)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
+    )
     _accept_trailing_positionals(parser)
 
 
@@ -87,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
         out_dir=out,
     )
     t0 = time.perf_counter()
-    runs = compare.execute(spec, progress=not args.no_progress)
+    if args.report_only:
+        runs = compare.finished_runs(compare.plan(spec))
+    else:
+        runs = compare.execute(spec, progress=not args.no_progress)
     results = compare.collect(spec, runs)
     csv_path, json_path = compare.write_tables(results, out)
     md, page = report.write(compare_report.build(results, out), out)
