@@ -101,6 +101,7 @@ def beam_search(
     limit_all = max_lengths(src, max_len_ratio, max_len_extra, _position_cap(model)).to(dev)
     state = model.start(src)
     state = model.reorder_state(state, torch.arange(b, device=dev).repeat_interleave(k))
+    source_keys = getattr(model, "source_state_keys", ())
     scores = torch.full((b, k), float("-inf"), dtype=torch.float32, device=dev)
     scores[:, 0] = 0.0
     history = torch.empty((b, k, 0), dtype=torch.long, device=dev)
@@ -114,8 +115,9 @@ def beam_search(
         n, v = len(active), lp.shape[-1]
         lp = lp.view(n, k, v)
         force = (limit <= t).view(n, 1, 1)
-        not_eos = torch.arange(v, device=dev) != EOS
-        lp = lp.masked_fill(force & not_eos, float("-inf"))
+        if bool(force.any()):
+            not_eos = torch.arange(v, device=dev) != EOS
+            lp = lp.masked_fill(force & not_eos, float("-inf"))
         cand = (scores.unsqueeze(-1) + lp).view(n, k * v)
         top_s, top_i = cand.topk(min(2 * k, k * v), dim=1)
         src_beam, tok = top_i // v, top_i % v
@@ -149,7 +151,12 @@ def beam_search(
             flat = flat.view(n, k)[rows].reshape(-1)
         if not active:
             break
-        state = model.reorder_state(state, flat)
+        if source_keys and not any(done):
+            # Every row still decodes its own sentence: source-only entries stay as they are.
+            moved = model.reorder_state({k: v for k, v in state.items() if k not in source_keys}, flat)
+            state = {**moved, **{k: state[k] for k in source_keys}}
+        else:
+            state = model.reorder_state(state, flat)
         prev = toks.reshape(-1)
         t += 1
     return [max(f, key=lambda h: h.normalized) for f in finished]

@@ -63,6 +63,10 @@ def map_state(state: Any, fn) -> Any:
 class Seq2Seq(nn.Module):
     """Base of the encoder-decoder models: embeddings, regularization, and the decoding interface."""
 
+    source_state_keys: tuple[str, ...] = ()
+    """Decoding-state entries that depend only on the source sentence (e.g. the encoder memory):
+    beam search leaves them alone while every row keeps decoding its own sentence."""
+
     def __init__(self, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
         super().__init__()
         self.sharing = sharing

@@ -175,6 +175,8 @@ class TransformerMT(Seq2Seq):
     """Encoder-decoder Transformer. ``sharing``: the decoder's strategy; ``src_embed``: object with
     ``embed(ids)`` for the encoder (None: ``sharing`` itself, three-way tying)."""
 
+    source_state_keys = ("mask", "mem_k", "mem_v")
+
     def __init__(self, config: TransformerMTConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
         super().__init__(sharing, src_embed)
         self.config = c = config
