@@ -27,7 +27,7 @@ from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "peak": lambda a: peak.run(a.device),
-    "loss": lambda a: loss_memory.run(a.large, a.device, a.repeats or 3),
+    "loss": lambda a: loss_memory.run(a.large, a.device, a.repeats or 2),
     "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
     "overhead": lambda a: overhead.run(a.large, a.device, a.repeats or 4, a.precision),
     "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 5),

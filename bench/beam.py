@@ -3,9 +3,10 @@
 Both models have identical dimensions and architecture: post-norm encoder-decoder Transformer,
 sinusoidal positions, embeddings scaled by sqrt(d), ReLU feed-forward, no dropout, one embedding
 matrix shared by encoder input, decoder input and output layer. Weights are random, so to decode
-the same amount of work both produce a fixed number of tokens: EOS is suppressed until the last
-step (HF: ``min_new_tokens = max_new_tokens``; embtie: an output bias of -1e4 on EOS and the
-length limit ``max_len_extra``, at which EOS is forced). Calls alternate in one process.
+the same amount of work both run the same number of decoder steps, out + 1: embtie produces out
+tokens and then the EOS that its length limit ``max_len_extra`` forces (an output bias of -1e4 on
+EOS keeps it from ending earlier); HF produces out + 1 tokens with EOS suppressed
+(``min_new_tokens = max_new_tokens``). Calls alternate in one process.
 
     python -m bench.beam [--large] [--device cpu|cuda]       (needs the `hf` extra)
 """
@@ -122,8 +123,8 @@ def _shape(s: Shape, device: torch.device, repeats: int) -> tuple[list[list], di
             input_ids=src,
             attention_mask=torch.ones_like(src),
             num_beams=s.beam,
-            max_new_tokens=s.out_len,
-            min_new_tokens=s.out_len,
+            max_new_tokens=s.out_len + 1,
+            min_new_tokens=s.out_len + 1,
             do_sample=False,
             early_stopping=False,
             length_penalty=1.0,
@@ -159,8 +160,8 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 3) -> Sec
     body = (
         f"Beam 5, random weights, fixed output length; alternating calls, {repeats} rounds after a warm-up. "
         "Speed-up = HF time / embtie time, fastest call of each (see bench/common.py). "
-        "`out tokens` = output lengths produced (embtie: tokens before EOS; "
-        "HF: generated tokens after the start token).\n\n"
+        "`out tokens` = output lengths produced (embtie: tokens before the forced EOS; "
+        "HF: generated tokens after the start token; both ran out + 1 decoder steps).\n\n"
         + md_table(
             [
                 "shape",
