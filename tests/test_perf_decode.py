@@ -1,12 +1,17 @@
-"""Beam search's fast path (source-only state entries are not reordered) gives the same hypotheses."""
+"""Beam search's fast paths (source entries neither reordered nor expanded per beam; grouped
+cross-attention) give the same hypotheses as reordering every state entry of every row."""
 
 from __future__ import annotations
 
+import types
+
+import pytest
 import torch
 
 from embtie import sharing
 from embtie.data.subwords import PAD
 from embtie.decode import beam_search
+from embtie.models.seq2seq import Seq2Seq
 from embtie.models.transformer_mt import TransformerMT, TransformerMTConfig
 
 
@@ -19,8 +24,12 @@ def test_beam_search_without_reordering_source_state_is_unchanged():
     for row, n in enumerate([7, 3, 5, 1, 6]):  # different lengths: sentences finish at different steps
         src[row, n:] = PAD
     fast = beam_search(model, src, beam=3, max_len_ratio=1.5, max_len_extra=2)
-    model.source_state_keys = ()  # every entry reordered at every step: the reference
+    state = model.reorder_state(model.start(src), torch.arange(5).repeat_interleave(3))
+    assert state["beams"] == 3 and state["mem_k"][0].shape[0] == 5  # memory kept once per sentence
+    # the reference: every entry of every row reordered at every step, memory expanded per beam
+    model.source_state_keys = ()
+    model.reorder_state = types.MethodType(Seq2Seq.reorder_state, model)
     slow = beam_search(model, src, beam=3, max_len_ratio=1.5, max_len_extra=2)
     assert [h.tokens for h in fast] == [h.tokens for h in slow]
-    assert [h.score for h in fast] == [h.score for h in slow]
+    assert [h.score for h in fast] == pytest.approx([h.score for h in slow], rel=1e-5)
     assert len({len(h.tokens) for h in fast}) > 1  # the case where rows are dropped mid-search is covered

@@ -165,8 +165,16 @@ class DecoderLayer(nn.Module):
             cache["k"], cache["v"] = k, v
             return self.self_attn.attend(y, k, v)
 
+        def cross_attention(y: Tensor) -> Tensor:
+            g = y.shape[0] // mem_k.shape[0]  # decoding rows per source row (beams; 1 outside beam search)
+            if g == 1:
+                return self.cross_attn.attend(y, mem_k, mem_v, mask=mem_mask)
+            # the g consecutive rows of a source row attend to its memory once, as g query positions
+            b, t, d = y.shape
+            return self.cross_attn.attend(y.reshape(b // g, g * t, d), mem_k, mem_v, mask=mem_mask).reshape(b, t, d)
+
         x = self.r1(x, self_attention)
-        x = self.r2(x, lambda y: self.cross_attn.attend(y, mem_k, mem_v, mask=mem_mask))
+        x = self.r2(x, cross_attention)
         return self.r3(x, self.ffn)
 
 
@@ -223,6 +231,36 @@ class TransformerMT(Seq2Seq):
             "self_v": [],
             "pos": 0,
         }
+
+    def reorder_state(self, state: dict, index: Tensor) -> dict:
+        """Select decoding rows ``index``; the source entries stay one row per source sentence.
+
+        Row r decodes source row r // state["beams"]. When the selected rows again come in equal
+        consecutive groups per source row (beam search: expanding to k beams, dropping finished
+        sentences) only the kept source rows are selected, and cross-attention reads each source
+        row's memory once for its whole group; otherwise the source entries are expanded per row.
+        """
+        if "mem_k" not in state:  # beam search's fast path: only the decoder's own entries
+            return super().reorder_state(state, index)
+        g = state.get("beams", 1)
+        src = index // g if g > 1 else index
+        rest = super().reorder_state({k: v for k, v in state.items() if k not in self.source_state_keys}, index)
+        n = index.numel()
+        n_src = state["mask"].shape[0]
+        for beams in dict.fromkeys((g, n // n_src if n % n_src == 0 else 1)):
+            if beams > 1 and n % beams == 0:
+                groups = src.view(-1, beams)
+                if bool((groups == groups[:, :1]).all()):
+                    src, rest["beams"] = groups[:, 0], beams
+                    break
+        else:
+            rest["beams"] = 1
+        if not torch.equal(src, torch.arange(n_src, device=src.device)):
+            src_state = {k: state[k] for k in self.source_state_keys}
+            rest.update(super().reorder_state(src_state, src))
+        else:
+            rest.update({k: state[k] for k in self.source_state_keys})
+        return rest
 
     def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
         pos = state["pos"]
