@@ -27,13 +27,15 @@ from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "peak": lambda a: peak.run(a.device),
-    "loss": lambda a: loss_memory.run(a.large, a.device, a.repeats or 2),
+    "loss": lambda a: loss_memory.run(False, a.device, a.repeats or 2),
+    "loss_large": lambda a: loss_memory.run(False, a.device, a.repeats or 1, loss_memory.large_cases()),
     "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
     "overhead": lambda a: overhead.run(a.large, a.device, a.repeats or 4, a.precision),
     "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 5),
     "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
 }
 NEEDS_HF = ("hf_gpt2", "beam")
+LARGE_ONLY = ("loss_large",)
 
 HEADER = """# Benchmarks
 
@@ -66,7 +68,11 @@ def update_markdown(path, texts: dict[str, str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {', '.join(SECTIONS)}")
+    p.add_argument(
+        "--only",
+        default=None,
+        help=f"comma-separated sections: {', '.join(SECTIONS)} (default: all; loss_large only with --large)",
+    )
     p.add_argument("--large", action="store_true", help="add the large sizes (slow; more memory)")
     p.add_argument("--device", default="auto", help="cpu, cuda or auto")
     p.add_argument(
@@ -76,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="of the strategy-overhead steps")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="markdown file to update ('' = none)")
     args = p.parse_args(argv)
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    if args.only is None:
+        names = [n for n in SECTIONS if args.large or n not in LARGE_ONLY]
+    else:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
         p.error(f"unknown section {unknown[0]!r}; choose from {', '.join(SECTIONS)}")
