@@ -224,7 +224,8 @@ class TransformerMT(Seq2Seq):
         memory, mask = self.encode(src)
         kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder]
         return {
-            "mask": mask,
+            # additive float mask, converted once here rather than by SDPA at every step
+            "mask": torch.zeros(mask.shape, dtype=memory.dtype, device=mask.device).masked_fill(~mask, float("-inf")),
             "mem_k": [k for k, _ in kv],
             "mem_v": [v for _, v in kv],
             "self_k": [],
