@@ -120,10 +120,14 @@ def peak_memory(case: Case, impl: str, device: torch.device) -> dict[str, float]
         "--device",
         str(device),
     ]
-    out = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"memory child failed ({impl}, {case.label}):\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    for _ in range(2):  # a second try if the step did not raise the process's peak (never seen twice)
+        out = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"memory child failed ({impl}, {case.label}):\n{out.stderr[-2000:]}")
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        if result["extra_mib"] > 0:
+            break
+    return result
 
 
 def _time_case(case: Case, device: torch.device, repeats: int):
@@ -142,6 +146,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 2, cases:
         print(f"[loss] {case.label}", flush=True)
         if case.memory:
             mem = {impl: peak_memory(case, impl, device) for impl in case.impls}
+            plain = max(mem["plain"]["extra_mib"], 1e-9)
             for impl in case.impls:
                 m = mem[impl]
                 mem_rows.append(
@@ -150,10 +155,10 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 2, cases:
                         impl,
                         fmt(m["extra_mib"], 0),
                         fmt(m["peak_mib"], 0),
-                        fmt(m["extra_mib"] / mem["plain"]["extra_mib"], 3),
+                        fmt(m["extra_mib"] / plain, 3),
                     ]
                 )
-                figures[f"mem_ratio[{case.label}][{impl}]"] = m["extra_mib"] / mem["plain"]["extra_mib"]
+                figures[f"mem_ratio[{case.label}][{impl}]"] = m["extra_mib"] / plain
         if not case.timed:
             continue
         tim = _time_case(case, device, repeats)
