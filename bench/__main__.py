@@ -27,7 +27,7 @@ from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "peak": lambda a: peak.run(a.device),
-    "loss": lambda a: loss_memory.run(False, a.device, a.repeats or 2),
+    "loss": lambda a: loss_memory.run(False, a.device, a.repeats or 2, memory_only=a.memory_only),
     "loss_large": lambda a: loss_memory.run(False, a.device, a.repeats or 1, loss_memory.large_cases()),
     "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
     "overhead": lambda a: overhead.run(a.large, a.device, a.repeats or 4, a.precision),
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--repeats", type=int, default=None, help="rounds per comparison (default: per section)")
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="of the strategy-overhead steps")
+    p.add_argument("--memory-only", action="store_true", help="loss section: the memory table only")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="markdown file to update ('' = none)")
     args = p.parse_args(argv)
     if args.only is None:
@@ -102,9 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         sec = SECTIONS[name](args)
         seconds = time.perf_counter() - t0
         print(f"\n## {sec.title}\n\n{sec.body}\n", flush=True)
-        texts[name] = _section_text(name, sec, info, command.strip(), seconds)
+        key = "loss_memory" if name == "loss" and args.memory_only else name  # keep the full loss block
+        texts[key] = _section_text(key, sec, info, command.strip(), seconds)
         if args.out:  # write after every section, so an interrupted run keeps what it measured
-            update_markdown(Path(args.out), {name: texts[name]})
+            update_markdown(Path(args.out), {key: texts[key]})
     return 0
 
 

@@ -26,6 +26,18 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _head_commit() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        return rev.stdout.strip()
+    except OSError:
+        return ""
+
+
+START_COMMIT = _head_commit()
+"""HEAD when the benchmarks were imported (the code they run), not when a section finished."""
+
+
 @dataclass
 class Timings:
     """Seconds per call of each candidate, one entry per repeat (same order for every candidate)."""
@@ -108,11 +120,7 @@ def machine(device: torch.device | str = "cpu") -> dict[str, str]:
         info["load average at start"] = f"{load[0]:.1f} (other jobs share the cores)"
     except OSError:
         pass
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        info["commit"] = rev.stdout.strip()
-    except OSError:
-        pass
+    info["commit"] = START_COMMIT
     try:
         import transformers
 

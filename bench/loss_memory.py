@@ -1,6 +1,6 @@
 """Output layer forward + backward: the chunked loss against the plain N x V computation.
 
-Memory is the peak resident set size (ru_maxrss) of a *fresh subprocess* per implementation, minus
+Memory is the peak resident set size (VmHWM) of a *fresh subprocess* per implementation, minus
 that process's peak just before the loss (inputs, parameters and torch itself already allocated);
 on CUDA it is torch.cuda.max_memory_allocated. Time is measured in this process, the implementations
 interleaved.
@@ -76,6 +76,22 @@ def _step(case: Case, s, h, t, impl: str, device: torch.device) -> None:
     loss.backward()
 
 
+def _peak_rss_mib() -> float:
+    """This process's peak resident set size in MiB: VmHWM of its own address space.
+
+    (ru_maxrss is not used: Linux carries the parent's peak across fork + exec into the child's
+    ru_maxrss, so a child of a large benchmark process would report the parent's size.)
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child(args: argparse.Namespace) -> None:
     """Runs in a fresh process: one forward + backward, prints the peak memory as JSON."""
     case = Case(args.strategy, args.tokens, args.vocab, args.dim, args.dtype, json.loads(args.options))
@@ -86,13 +102,13 @@ def _child(args: argparse.Namespace) -> None:
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.max_memory_allocated() / 2**20
     else:
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        base = _peak_rss_mib()
     _step(case, s, h, t, args.impl, device)
     if device.type == "cuda":
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() / 2**20
     else:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = _peak_rss_mib()
     print(json.dumps({"base_mib": base, "peak_mib": peak, "extra_mib": peak - base}))
 
 
@@ -139,7 +155,13 @@ def _time_case(case: Case, device: torch.device, repeats: int):
     )
 
 
-def run(large: bool = False, device_name: str = "auto", repeats: int = 2, cases: list[Case] | None = None) -> Section:
+def run(
+    large: bool = False,
+    device_name: str = "auto",
+    repeats: int = 2,
+    cases: list[Case] | None = None,
+    memory_only: bool = False,
+) -> Section:
     device = pick_device(device_name)
     rows, mem_rows, figures = [], [], {}
     for case in default_cases(large) if cases is None else cases:
@@ -159,7 +181,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 2, cases:
                     ]
                 )
                 figures[f"mem_ratio[{case.label}][{impl}]"] = m["extra_mib"] / plain
-        if not case.timed:
+        if not case.timed or memory_only:
             continue
         tim = _time_case(case, device, repeats)
         for impl in case.impls:
