@@ -28,7 +28,9 @@ from bench.common import ROOT, Section, machine, pick_device
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "peak": lambda a: peak.run(a.device),
     "loss": lambda a: loss_memory.run(False, a.device, a.repeats or 2, memory_only=a.memory_only),
-    "loss_large": lambda a: loss_memory.run(False, a.device, a.repeats or 1, loss_memory.large_cases()),
+    "loss_large": lambda a: loss_memory.run(
+        False, a.device, a.repeats or 1, loss_memory.large_cases(), memory_only=a.memory_only
+    ),
     "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
     "overhead": lambda a: overhead.run(a.large, a.device, a.repeats or 4, a.precision),
     "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 5),
