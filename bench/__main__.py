@@ -46,6 +46,16 @@ the candidates run alternately, round after round, and the ratio is that of the 
 each (other jobs on this shared machine can only add time); CPU-time ratios are given next to the
 wall-clock ones. Memory is measured in separate fresh processes (peak resident set size). Each
 section states when, where and with which command it was produced.
+
+Caveats seen on this machine (2 cores shared with several other jobs, load average 7-10):
+- Fresh multi-MiB tensors are page-faulted in on first touch (glibc mmap-s large blocks), which costs
+  as much as the arithmetic for memory-bound ops. Results depend on the process's allocator state:
+  the GPT-2 comparison gave 1.40x (fp32) / 1.69x (bf16) run alone, but 1.08x / 1.05x on 2026-11-22
+  when it ran after the loss section in the same process (whose GB-sized allocations had warmed
+  glibc's allocator). Both are reported; the low ones are the conservative figures.
+- The strategy-overhead table uses batch 4 x 64 (so that it runs in minutes); the normalized
+  strategies' extra cost is a fixed number of (V x d) passes per step, so their ratio to `tied` falls
+  roughly in proportion to the batch (the preset trains with 32 x 64; `--large` measures that).
 """
 
 
@@ -64,7 +74,8 @@ def update_markdown(path, texts: dict[str, str]) -> None:
     for m in re.finditer(r"(?s)<!-- bench:(\w+) -->\n.*?<!-- /bench:\1 -->\n", old):
         blocks[m.group(1)] = m.group(0)
     blocks.update(texts)
-    order = [n for n in SECTIONS if n in blocks] + [n for n in blocks if n not in SECTIONS]
+    known = [n for k in SECTIONS for n in ((k, "loss_memory") if k == "loss" else (k,))]
+    order = [n for n in known if n in blocks] + [n for n in blocks if n not in known]
     path.write_text(HEADER + "\n" + "\n".join(blocks[n] for n in order))
 
 

@@ -193,9 +193,13 @@ def run(
         "in a fresh subprocess. `extra` = peak RSS during the step minus the process's peak just before "
         "it (parameters, inputs and torch already resident); `peak` = the process's whole peak RSS.\n\n"
         + md_table(["case", "impl", "extra MiB", "peak MiB", "extra / plain"], mem_rows)
-        + "\n\nTime of forward + backward, implementations interleaved in one process "
-        f"({repeats} rounds after a warm-up); ratios of the fastest call of each.\n\n"
-        + md_table(["case", "impl", "best s", "time / plain (wall)", "time / plain (CPU)"], rows)
+        + (
+            "\n\nTime of forward + backward, implementations interleaved in one process "
+            f"({repeats} rounds after a warm-up); ratios of the fastest call of each.\n\n"
+            + md_table(["case", "impl", "best s", "time / plain (wall)", "time / plain (CPU)"], rows)
+            if rows
+            else ""
+        )
     )
     title = "Memory-lean loss (output layer forward + backward)"
     if cases is not None:
