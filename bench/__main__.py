@@ -53,9 +53,10 @@ Caveats seen on this machine (2 cores shared with several other jobs, load avera
   the GPT-2 comparison gave 1.40x (fp32) / 1.69x (bf16) run alone, but 1.08x / 1.05x on 2026-11-22
   when it ran after the loss section in the same process (whose GB-sized allocations had warmed
   glibc's allocator). Both are reported; the low ones are the conservative figures.
-- The strategy-overhead table uses batch 4 x 64 (so that it runs in minutes); the normalized
-  strategies' extra cost is a fixed number of (V x d) passes per step, so their ratio to `tied` falls
-  roughly in proportion to the batch (the preset trains with 32 x 64; `--large` measures that).
+- The strategy-overhead table uses a batch of 4 sequences (so that it runs in minutes); the
+  normalized strategies' extra cost is a fixed number of (V x d) passes per step (each a fresh,
+  page-faulted V x d tensor), so their ratio to `tied` falls as the batch grows (`--large` uses the
+  preset's batch).
 """
 
 

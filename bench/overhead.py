@@ -1,7 +1,7 @@
 """Training-step time of every strategy relative to `tied`, on the `ptb-gpt-tiny` body.
 
-The body is the preset's GPT (4 layers, 4 heads, rotary, RMSNorm, no biases, context 64) with its
-width set to d; the vocabulary is V (random token ids: only the time matters). One step = forward,
+The body is the preset's GPT (its layers, heads, positions, norm and context, read from the preset
+at run time) with its width set to d; the vocabulary is V (random token ids: only the time matters). One step = forward,
 ``sharing.loss + sharing.regularization``, backward, gradient clipping and the preset's optimizer
 (fused AdamW) — what ``embtie train`` does. All strategies run interleaved, round after round.
 
@@ -24,9 +24,9 @@ FIXED = ("fixed", "hadamard")
 
 
 def _configs(large: bool) -> tuple[list[tuple[int, int]], int]:
-    """([(V, d), ...], batch size in sequences of 64 tokens)."""
+    """([(V, d), ...], batch size in sequences): 4 by default, the preset's batch with ``large``."""
     grid = [(10000, 256), (10000, 512), (32768, 256), (32768, 512)]
-    return grid, (32 if large else 4)
+    return grid, (load_config("ptb-gpt-tiny").data.batch_size if large else 4)
 
 
 class Trainer:
@@ -65,7 +65,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 4, precis
     cpu_ratios: dict[str, dict[tuple[int, int], float]] = {n: {} for n in names}
     tied_ms: dict[tuple[int, int], float] = {}
     for vocab, dim in grid:
-        print(f"[overhead] V={vocab} d={dim} batch={batch}x64 {precision}", flush=True)
+        print(f"[overhead] V={vocab} d={dim} batch={batch} {precision}", flush=True)
         trainers = {n: Trainer(n, vocab, dim, batch, device, precision) for n in names}
         tim = interleaved({n: tr.step for n, tr in trainers.items()}, repeats=repeats, warmup=1, device=device)
         tied_ms[(vocab, dim)] = 1e3 * tim.best("tied")
@@ -86,7 +86,8 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 4, precis
         figures[f"worst_ratio_vs_tied[{n}]"] = worst
     rows.append(["tied (ms/step)", *(fmt(tied_ms[c], 0) for c in grid), "", "", ""])
     body = (
-        f"Batch {batch} x 64 tokens, {precision}, {repeats} interleaved rounds after a warm-up step. Cells: "
+        f"ptb-gpt-tiny body, batch {batch} sequences, {precision}, {repeats} interleaved rounds after a "
+        "warm-up step. Cells: "
         "fastest step / tied's fastest step, wall clock (CPU time in parentheses). "
         f"Median over strategies of the worst ratio: {fmt(statistics.median(worst_of.values()))}."
         "\n\n" + md_table(headers, rows)
@@ -96,7 +97,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 4, precis
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--large", action="store_true", help="the preset's batch (32 x 64) instead of 4 x 64")
+    p.add_argument("--large", action="store_true", help="the preset's batch instead of 4 sequences")
     p.add_argument("--device", default="auto")
     p.add_argument("--repeats", type=int, default=4)
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
