@@ -95,8 +95,9 @@ def _workspace(rows: int, v: int, d: int, cfg: _Config, device: torch.device, dw
 
 
 def release_workspace() -> None:
-    """Free the cached chunk buffers (they are re-created by the next call)."""
+    """Free the cached chunk buffers and (V, d_t) scratch matrices (re-created by the next call)."""
     _CACHE.clear()
+    _MATRIX_CACHE.clear()
 
 
 def _chunk_logprobs(
@@ -249,15 +250,43 @@ def _grad_pass(
     return total, dx, dw, db
 
 
-class ChunkedCrossEntropy(torch.autograd.Function):
-    """Mean (label-smoothed) cross-entropy of cap(x @ W^T + b) over kept tokens, chunk by chunk.
+_MATRIX_CACHE: dict[tuple, Tensor] = {}
 
-    forward(x (N, d_t), weight (V, d_t) or None when cfg.structured, bias (V,) or None,
-    targets (N,) long, cfg, needs: which of (x, weight, bias) need a gradient) -> 0-d float32 loss.
+
+def _matrix_buffer(role: str, like: Tensor, dtype: torch.dtype) -> Tensor:
+    """A cached (V, d_t) scratch matrix (one per role): reused by every step, so not page-faulted anew."""
+    key = (role, tuple(like.shape), dtype, like.device)
+    buf = _MATRIX_CACHE.get(key)
+    if buf is None:
+        for k in [k for k in _MATRIX_CACHE if k[0] == role]:
+            del _MATRIX_CACHE[k]
+        buf = _MATRIX_CACHE[key] = torch.empty(like.shape, dtype=dtype, device=like.device)
+    return buf
+
+
+def _scaled(weight: Tensor, scale: Tensor | None, out: Tensor | None) -> Tensor:
+    """(V, d_t) weight times the per-row (V,) or scalar (0-d) scale (into ``out`` when given)."""
+    if scale is None:
+        return weight
+    m = (scale.unsqueeze(1) if scale.dim() == 1 else scale).to(weight.dtype)
+    return torch.mul(weight, m, out=out) if out is not None else weight * m
+
+
+class ChunkedCrossEntropy(torch.autograd.Function):
+    """Mean (label-smoothed) cross-entropy of cap(x @ (m W)^T + b) over kept tokens, chunk by chunk.
+
+    forward(x (N, d_t), weight W (V, d_t) or None when cfg.structured, bias (V,) or None,
+    scale m ((V,) per-row, 0-d, or None), targets (N,) long, cfg, needs: which of (x, weight, bias,
+    scale) need a gradient) -> 0-d float32 loss.
+
+    The scale is applied here rather than by autograd: m W is written into a reused buffer, and the
+    gradients dL/dm_v = <dL/dW_eff[v], W[v]> and dL/dW = m dL/dW_eff (in place) need no fresh
+    (V, d_t) tensors, which autograd's multiply and its backward would allocate (and page-fault)
+    at every step.
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, targets, cfg: _Config, needs: tuple[bool, bool, bool]):  # type: ignore[override]
+    def forward(ctx, x, weight, bias, scale, targets, cfg: _Config, needs: tuple[bool, bool, bool, bool]):  # type: ignore[override]
         with torch.autocast(cfg.device_type, enabled=False):
             keep = targets != cfg.ignore_index
             n_kept = int(keep.sum())
@@ -269,30 +298,35 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             v = cfg.structured.vocab_size if cfg.structured is not None else weight.shape[0]
             _check_targets(tk, v, cfg.ignore_index)
             xk = xk.to(cfg.compute_dtype)
-            w = None if weight is None else weight.to(cfg.compute_dtype)
+            inner = (needs[0], needs[1] or needs[3], needs[2])  # grads w.r.t. x, W_eff, b
+            fused = any(inner) and not cfg.recompute
+            w = None
+            if weight is not None:
+                out = _matrix_buffer("w_eff", weight, weight.dtype) if scale is not None and not cfg.recompute else None
+                w = _scaled(weight, scale, out).to(cfg.compute_dtype)
             b = None if bias is None else bias.to(cfg.compute_dtype)
-            fused = any(needs) and not cfg.recompute
-            total, dx, dw, db = _grad_pass(xk, tk, w, b, needs if fused else (False,) * 3, cfg, loss_too=True)
+            total, dx, dw, db = _grad_pass(xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True)
             loss = total / n_kept if n_kept else total * float("nan")
-        ctx.cfg, ctx.needs, ctx.n_kept, ctx.idx = cfg, needs, n_kept, idx
+        ctx.cfg, ctx.needs, ctx.inner, ctx.n_kept, ctx.idx = cfg, needs, inner, n_kept, idx
         ctx.x_shape, ctx.x_dtype = x.shape, x.dtype
-        ctx.w_dtype = None if weight is None else weight.dtype
         ctx.b_dtype = None if bias is None else bias.dtype
         if fused:
             ctx.grads = (dx, dw, db)
-        elif any(needs):
-            ctx.save_for_backward(xk, w, b, tk)
+            ctx.save_for_backward(weight, scale)
+        elif any(inner):
+            ctx.save_for_backward(weight, scale, xk, w, b, tk)
         return loss
 
     @staticmethod
     def backward(ctx, grad_loss):  # type: ignore[override]
-        cfg = ctx.cfg
+        cfg, needs = ctx.cfg, ctx.needs
         with torch.autocast(cfg.device_type, enabled=False):
             if cfg.recompute:
-                xk, w, b, tk = ctx.saved_tensors
-                _, dx, dw, db = _grad_pass(xk, tk, w, b, ctx.needs, cfg, loss_too=False)
+                weight, scale, xk, w, b, tk = ctx.saved_tensors
+                _, dx, dwe, db = _grad_pass(xk, tk, w, b, ctx.inner, cfg, loss_too=False)
             else:
-                dx, dw, db = ctx.grads
+                weight, scale = ctx.saved_tensors
+                dx, dwe, db = ctx.grads
                 del ctx.grads
             g = grad_loss.float() / ctx.n_kept if ctx.n_kept else grad_loss.float() * float("nan")
             if dx is not None:
@@ -301,9 +335,21 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                     full = dx.new_zeros(ctx.x_shape)
                     full.index_copy_(0, ctx.idx, dx)
                     dx = full
-            dw = None if dw is None else dw.mul_(g).to(ctx.w_dtype)
+            dw = ds = None
+            if dwe is not None:
+                dwe.mul_(g)
+                if needs[3]:  # before dwe is scaled in place
+                    w32 = weight.float()
+                    if scale.dim() == 1:
+                        ds = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1)
+                    else:
+                        ds = torch.dot(dwe.reshape(-1), w32.reshape(-1))
+                    ds = ds.to(scale.dtype)
+                if needs[1]:
+                    dw = dwe if scale is None else dwe.mul_(scale.unsqueeze(1) if scale.dim() == 1 else scale)
+                    dw = dw.to(weight.dtype)
             db = None if db is None else db.mul_(g).to(ctx.b_dtype)
-        return dx, dw, db, None, None, None
+        return dx, dw, db, ds, None, None, None
 
 
 def chunked_cross_entropy(
@@ -331,9 +377,12 @@ def chunked_cross_entropy(
             x = x * head.scale
         weight = None
         vocab = structured.vocab_size
+        scale = None
     else:
-        weight = head.effective_weight()
+        weight = head.weight
         vocab = weight.shape[0]
+        m = head.combined_row_scale()
+        scale = None if m is None else (m if isinstance(m, Tensor) else torch.tensor(float(m), device=x.device))
     bias = head.bias
     chunk = default_chunk(vocab) if chunk_size is None else int(chunk_size)
     if chunk < 1:
@@ -353,5 +402,6 @@ def chunked_cross_entropy(
         grad and x.requires_grad,
         grad and weight is not None and weight.requires_grad,
         grad and bias is not None and bias.requires_grad,
+        grad and scale is not None and scale.requires_grad,
     )
-    return ChunkedCrossEntropy.apply(x, weight, bias, targets, cfg, needs)
+    return ChunkedCrossEntropy.apply(x, weight, bias, scale, targets, cfg, needs)
