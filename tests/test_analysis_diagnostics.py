@@ -43,6 +43,8 @@ def test_norm_frequency_correlation_known_ranks():
     r = frequency.norm_frequency_correlation(nrm[::-1].copy(), counts[::-1].copy(), min_count=5)
     assert r["n"] == 4 and r["rho"] == pytest.approx(-1.0)
     assert math.isnan(frequency.norm_frequency_correlation(np.ones(6), counts)["rho"])
+    rounding = 1.0 + np.array([1e-7, -1e-7, 0, 2e-7, -1e-7, 0])  # unit rows after float32 normalisation
+    assert math.isnan(frequency.norm_frequency_correlation(rounding, counts)["rho"])
 
 
 def test_wordsim_parse_handles_crlf_and_reports_coverage():

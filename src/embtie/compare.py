@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from embtie import stats
-from embtie.analysis import run_diagnostics
+from embtie.analysis import frequency, run_diagnostics
 from embtie.config import load_config
 from embtie.errors import ConfigError
 
@@ -218,6 +218,11 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
         if loaded is None:
             raise ConfigError(f"{r.run_dir} has no analysis; run `embtie analyze {r.run_dir}` or compare again")
         diag, arrays = loaded
+        if "counts" in arrays:  # recomputed from the saved arrays, so the current definition applies
+            diag["norm_frequency"] = {
+                k: frequency.norm_frequency_correlation(arrays[f"{k}_norms"], arrays["counts"])
+                for k in ("input", "output")
+            }
         nf = diag.get("norm_frequency") or {}
         row = {
             "strategy": r.strategy,

@@ -16,6 +16,8 @@ def norm_frequency_correlation(norms: np.ndarray, counts: np.ndarray, min_count:
     """Spearman's rho between (V,) norms and (V,) training counts over tokens with count >= min_count.
 
     Returns {"rho", "pvalue", "n"}; rho is NaN when fewer than 3 tokens qualify or either side is constant.
+    Norms equal up to float rounding (relative spread < 1e-5, e.g. L2-normalised or fixed unit rows) count
+    as constant: ranking rounding noise would give a meaningless rho.
     """
     norms = np.asarray(norms, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
@@ -24,7 +26,7 @@ def norm_frequency_correlation(norms: np.ndarray, counts: np.ndarray, min_count:
     keep = counts >= min_count
     n = int(keep.sum())
     x, y = norms[keep], counts[keep]
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if n < 3 or np.ptp(x) <= 1e-5 * np.abs(x).max() or np.ptp(y) == 0:
         return {"rho": float("nan"), "pvalue": float("nan"), "n": n}
     res = stats.spearmanr(x, y)
     return {"rho": float(res.statistic), "pvalue": float(res.pvalue), "n": n}
