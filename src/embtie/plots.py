@@ -22,18 +22,26 @@ DPI = 110
 
 
 def strategy_colors(names: Sequence[str]) -> dict[str, tuple]:
-    """A stable, distinct colour per strategy (tab20 order, tied always blue, untied always orange)."""
-    cmap = plt.get_cmap("tab20")
-    fixed = {"tied": 0, "untied": 2}
-    free = [i for i in range(20) if i not in fixed.values()]
+    """A stable, distinct colour per strategy: tab10 first (tied always blue, untied always orange), then
+    the light tab20 shades."""
+    tab10, tab20 = plt.get_cmap("tab10"), plt.get_cmap("tab20")
+    palette = [tab10(i) for i in range(10)] + [tab20(i) for i in range(1, 20, 2)]
+    fixed = {"tied": 0, "untied": 1}
+    free = [i for i in range(len(palette)) if i not in fixed.values()]
     out, k = {}, 0
     for n in names:
         if n in fixed:
-            out[n] = cmap(fixed[n])
+            out[n] = palette[fixed[n]]
         else:
-            out[n] = cmap(free[k % len(free)])
+            out[n] = palette[free[k % len(free)]]
             k += 1
     return out
+
+
+def _constant(values: np.ndarray) -> bool:
+    """Equal up to float rounding (e.g. L2-normalised rows)."""
+    values = np.asarray(values, dtype=float)
+    return values.size > 0 and float(np.ptp(values)) <= 1e-5 * max(float(np.abs(values).max()), 1e-12)
 
 
 def _save(fig, path: Path) -> Path:
@@ -138,7 +146,17 @@ def norm_histograms(hists: Mapping[str, Mapping[str, Mapping]], path: Path) -> P
                 continue
             e = np.asarray(h[side]["edges"])
             c = np.asarray(h[side]["counts"])
+            if h[side]["max"] - h[side]["min"] <= 1e-5 * max(abs(h[side]["max"]), 1e-12):
+                # all norms equal (normalised or fixed rows): one bar, not a histogram of rounding noise
+                m = h[side]["mean"]
+                ax.bar([m], [int(c.sum())], width=0.02 * max(abs(m), 1e-3), alpha=0.45, color=color,
+                       label=f"{side} (all {m:.3f})")  # fmt: skip
+                continue
             ax.stairs(c, e, fill=True, alpha=0.45, color=color, label=f"{side} (mean {h[side]['mean']:.2f})")
+        if all(h[k]["max"] - h[k]["min"] <= 1e-5 * max(abs(h[k]["max"]), 1e-12) for k in h):
+            m = max(h[k]["mean"] for k in h)
+            ax.set_xlim(0.5 * m, 1.5 * m)
+        ax.ticklabel_format(axis="x", useOffset=False)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("L2 norm", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -158,7 +176,12 @@ def norm_vs_frequency(points: Mapping[str, Mapping], path: Path) -> Path:
         c = np.asarray(p["counts"], dtype=float)
         n = np.asarray(p["norms"], dtype=float)
         keep = (c > 0) & (n > 0)
+        if _constant(n[keep]):
+            n = np.full_like(n, float(np.mean(n[keep])))  # rounding noise is not a norm difference
+            ax.set_ylim(0.9 * n[0], 1.1 * n[0])
         ax.scatter(c[keep], n[keep], s=2, alpha=0.35, color="tab:red", rasterized=True)
+        if ax.get_yscale() == "linear":
+            ax.ticklabel_format(axis="y", useOffset=False, style="plain")
         ax.set_xscale("log")
         if keep.any() and float(n[keep].max()) > 10 * float(n[keep].min()):
             ax.set_yscale("log")  # log only when the norms span more than a decade
