@@ -23,11 +23,13 @@ def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
 
     A parameter reachable under two names (tied modules) appears once.
     """
-    strategy = getattr(model, "sharing", None)
-    vocab = getattr(strategy, "vocab_size", None)
-    emb_ids = set()
-    if strategy is not None:
-        emb_ids = {id(p) for p in strategy.parameters() if p.dim() == 2 and p.shape[0] == vocab}
+    # Vocabulary-sized matrices of every input/output table: the sharing object(s), and a separate
+    # encoder embedding (modules that mark themselves with ``holds_vocabulary_tables``).
+    emb_ids: set[int] = set()
+    for module in model.modules():
+        if getattr(module, "holds_vocabulary_tables", False):
+            vocab = module.vocab_size
+            emb_ids |= {id(p) for p in module.parameters() if p.dim() == 2 and p.shape[0] == vocab}
     groups: dict[str, list[nn.Parameter]] = {"embedding": [], "decay": [], "no_decay": []}
     seen: set[int] = set()
     for p in model.parameters():  # parameters() already deduplicates shared tensors

@@ -31,6 +31,9 @@ class PlainEmbedding(nn.Module):
     Used for the encoder when source and target vocabularies differ (only the decoder shares).
     """
 
+    holds_vocabulary_tables = True
+    """its weight goes in the optimizer's embedding group (embedding_weight_decay)."""
+
     def __init__(self, vocab_size: int, dim: int, *, embed_scale: float = 1.0, init_std: float | None = None) -> None:
         super().__init__()
         self.vocab_size = vocab_size

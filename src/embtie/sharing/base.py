@@ -64,6 +64,8 @@ class SharingStrategy(nn.Module):
     name: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    holds_vocabulary_tables: ClassVar[bool] = True
+    """Marks vocabulary-sized tables for the optimizer's embedding parameter group."""
 
     def __init__(
         self,
