@@ -88,8 +88,8 @@ def build(results: dict, out_dir: Path) -> report.Report:
             ],
             trows,
             "Mean, standard deviation and Student-t 95% interval over seeds. Δ and p: paired bootstrap "
-            "(1000 resamples, sacrebleu's test statistic) over the validation batches, seed means compared; "
-            "'within noise' when p ≥ 0.05.",
+            "(1000 resamples, sacrebleu's test statistic) over the validation batches, seed means compared "
+            "(over the seeds both strategies have finished); 'within noise' when p ≥ 0.05.",
         )
     )
     vals = {n: [x["valid_ppl"] for x in rows if x["strategy"] == n] for n in names}
