@@ -171,7 +171,7 @@ def _copy_weights(
         if logits_bias is not None and sharing.bias is not None:
             sharing.bias.copy_(logits_bias.reshape(-1))
         zero = sharing.weight.eq(0).all(dim=1)
-        if bool(zero.any()) and sharing.head().row_scale is not None:
+        if bool(zero.any()) and (sharing.head().row_scale is not None or sharing.head().norm_power is not None):
             # A zero row (transformers zeroes the padding_idx row) has no direction: a strategy that scales
             # rows by their norm would divide by ~0 and send huge gradients to it. Give it the strategy's init.
             fresh = sharing.init_(torch.empty_like(sharing.weight[zero]))

@@ -174,6 +174,10 @@ class SharingStrategy(nn.Module):
         """(W (V, d_t), per-row scale (V,) or None, structural bias (V,) or None) before logit_scale."""
         raise NotImplementedError
 
+    norm_power: ClassVar[float | None] = None
+    """p when the output rows are also scaled by ||w_i||^p (the per-row scale of ``_output_core``
+    is then only the remaining factor); see ``Head.norm_power``."""
+
     def logit_scale(self) -> Tensor | float | None:
         """The scalar logit scale s (a 0-d tensor when learned), or None."""
         if self.logit_scale_param is not None:
@@ -189,7 +193,7 @@ class SharingStrategy(nn.Module):
             b = b * s
         if self.bias is not None:
             b = self.bias if b is None else b + self.bias
-        return Head(weight=w, row_scale=row_scale, bias=b, scale=s, softcap=self.softcap)
+        return Head(weight=w, row_scale=row_scale, norm_power=self.norm_power, bias=b, scale=s, softcap=self.softcap)
 
     def logits(self, h: Tensor) -> Tensor:
         """(..., d) hidden states -> (..., V) logits."""
@@ -244,7 +248,7 @@ class SharingStrategy(nn.Module):
         m = self._step0_moments()
         s = self.logit_scale()
         if s is not None:
-            m = m.scaled(float(s))
+            m = m.scaled(float(s.detach()) if isinstance(s, Tensor) else float(s))
         return m
 
     def _step0_moments(self) -> LogitMoments:
@@ -252,8 +256,3 @@ class SharingStrategy(nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}, vocab_size={self.vocab_size}, dim={self.dim}, target_dim={self.target_dim}"
-
-
-def row_norm(w: Tensor, eps: float = 1e-12) -> Tensor:
-    """(V, d) -> (V,) L2 norm of each row, in float32 for stability, clamped away from zero."""
-    return w.float().norm(dim=-1).clamp_min(eps).to(w.dtype)

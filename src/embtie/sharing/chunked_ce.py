@@ -41,6 +41,8 @@ from torch import Tensor
 from embtie.errors import DataError
 from embtie.sharing.head import Head, StructuredWeight
 
+NORM_EPS = 1e-12
+
 CHUNK_ELEMENTS = 1 << 24
 """Default chunk budget in logits: chunk = max(16, CHUNK_ELEMENTS // V) tokens (64 MiB of float32 logits)."""
 
@@ -55,6 +57,7 @@ class _Config:
     compute_dtype: torch.dtype
     device_type: str
     structured: StructuredWeight | None
+    norm_power: float | None = None
 
 
 def default_chunk(vocab_size: int) -> int:
@@ -277,7 +280,10 @@ class ChunkedCrossEntropy(torch.autograd.Function):
 
     forward(x (N, d_t), weight W (V, d_t) or None when cfg.structured, bias (V,) or None,
     scale m ((V,) per-row, 0-d, or None), targets (N,) long, cfg, needs: which of (x, weight, bias,
-    scale) need a gradient) -> 0-d float32 loss.
+    scale) need a gradient) -> 0-d float32 loss. With ``cfg.norm_power`` p the per-row scale is
+    m_v = scale_v ||W_v||^p (``Head.norm_power``): the row norms and their gradient
+    dL/dW_v += p m_v <dL/dW_eff[v], W_v> / ||W_v||^2 W_v are computed here, in place, instead of by
+    autograd (whose norm backward allocates two fresh (V, d_t) tensors per step).
 
     The scale is applied here rather than by autograd: m W is written into a reused buffer, and the
     gradients dL/dm_v = <dL/dW_eff[v], W[v]> and dL/dW = m dL/dW_eff (in place) need no fresh
@@ -301,9 +307,17 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             inner = (needs[0], needs[1] or needs[3], needs[2])  # grads w.r.t. x, W_eff, b
             fused = any(inner) and not cfg.recompute
             w = None
+            m = scale
+            if weight is not None and cfg.norm_power is not None:
+                n32 = torch.linalg.vector_norm(weight, dim=-1, dtype=torch.float32)
+                ctx.norm_dead = n32 < NORM_EPS  # clamped rows: no gradient through their norm
+                n = n32.clamp_min(NORM_EPS).to(weight.dtype)
+                npart = n.reciprocal() if cfg.norm_power == -1 else n.pow(cfg.norm_power)
+                m = npart if scale is None else npart * scale
+                ctx.norm = (n, npart, m)
             if weight is not None:
-                out = _matrix_buffer("w_eff", weight, weight.dtype) if scale is not None and not cfg.recompute else None
-                w = _scaled(weight, scale, out).to(cfg.compute_dtype)
+                out = _matrix_buffer("w_eff", weight, weight.dtype) if m is not None and not cfg.recompute else None
+                w = _scaled(weight, m, out).to(cfg.compute_dtype)
             b = None if bias is None else bias.to(cfg.compute_dtype)
             total, dx, dw, db = _grad_pass(xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True)
             loss = total / n_kept if n_kept else total * float("nan")
@@ -336,7 +350,20 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                     full.index_copy_(0, ctx.idx, dx)
                     dx = full
             dw = ds = None
-            if dwe is not None:
+            if dwe is not None and cfg.norm_power is not None:
+                n, npart, m = ctx.norm
+                dwe.mul_(g)
+                w32 = weight.float()
+                # g_v = <dL/dW_eff[v], W_v> = dL/dm_v (before dwe is scaled in place)
+                gm = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1)
+                if needs[3]:
+                    ds = gm * npart.float()
+                    ds = (ds if scale.dim() == 1 else ds.sum()).to(scale.dtype)
+                if needs[1]:
+                    n32, m32 = n.float(), m.float()
+                    coef = (gm * m32 * cfg.norm_power / (n32 * n32)).masked_fill_(ctx.norm_dead, 0.0)
+                    dw = dwe.mul_(m32.unsqueeze(1)).addcmul_(w32, coef.unsqueeze(1)).to(weight.dtype)
+            elif dwe is not None:
                 dwe.mul_(g)
                 if needs[3]:  # before dwe is scaled in place
                     w32 = weight.float()
@@ -371,7 +398,7 @@ def chunked_cross_entropy(
     device_type = x.device.type
     autocast = torch.is_autocast_enabled(device_type)
     compute_dtype = torch.get_autocast_dtype(device_type) if autocast else x.dtype
-    structured = head.structured if head.row_scale is None else None
+    structured = head.structured if head.row_scale is None and head.norm_power is None else None
     if structured is not None:
         if head.scale is not None:
             x = x * head.scale
@@ -381,7 +408,9 @@ def chunked_cross_entropy(
     else:
         weight = head.weight
         vocab = weight.shape[0]
-        m = head.combined_row_scale()
+        m = head.row_scale  # the row-norm factor (head.norm_power) is applied inside the function
+        if head.scale is not None:
+            m = head.scale if m is None else m * head.scale
         scale = None if m is None else (m if isinstance(m, Tensor) else torch.tensor(float(m), device=x.device))
     bias = head.bias
     chunk = default_chunk(vocab) if chunk_size is None else int(chunk_size)
@@ -396,6 +425,7 @@ def chunked_cross_entropy(
         compute_dtype=compute_dtype,
         device_type=device_type,
         structured=structured,
+        norm_power=None if structured is not None else head.norm_power,
     )
     grad = torch.is_grad_enabled()
     needs = (

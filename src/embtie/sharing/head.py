@@ -42,6 +42,10 @@ class Head:
     """(V, d_t) output matrix before scales."""
     row_scale: Tensor | None = None
     """(V,) per-row multiplier, or None."""
+    norm_power: float | None = None
+    """p: when set, the per-row scale also has the factor ||w_i||^p (row norms of ``weight``), e.g.
+    -1 for cosine, -2 for sqnorm. Kept symbolic so that the memory-lean loss computes it, and its
+    gradient, without (V, d_t) autograd temporaries."""
     bias: Tensor | None = None
     """(V,) additive bias (already in logit units), or None."""
     scale: Tensor | float | None = None
@@ -56,13 +60,24 @@ class Head:
     def vocab_size(self) -> int:
         return self.weight.shape[0]
 
+    def full_row_scale(self) -> Tensor | None:
+        """(V,) the per-row scale with the row-norm factor ||w_i||^p applied (autograd), or None."""
+        if self.norm_power is None:
+            return self.row_scale
+        n = row_norm(self.weight)
+        r = n.reciprocal() if self.norm_power == -1 else n.pow(self.norm_power)
+        if self.row_scale is None:
+            return r
+        return self.row_scale / n if self.norm_power == -1 else self.row_scale * r
+
     def combined_row_scale(self) -> Tensor | float | None:
         """The per-row scale times the scalar scale: (V,) tensor, scalar, or None."""
-        if self.row_scale is None:
+        r = self.full_row_scale()
+        if r is None:
             return self.scale
         if self.scale is None:
-            return self.row_scale
-        return self.row_scale * self.scale
+            return r
+        return r * self.scale
 
     def effective_weight(self) -> Tensor:
         """(V, d_t) the matrix whose rows the logits are taken against (all scales folded in)."""
@@ -75,13 +90,18 @@ class Head:
 
     def logits(self, x: Tensor) -> Tensor:
         """x: (..., d_t) transformed hidden states -> (..., V) logits."""
-        if self.structured is not None and self.row_scale is None:
+        if self.structured is not None and self.row_scale is None and self.norm_power is None:
             z = self.structured(x if self.scale is None else x * self.scale)
             if self.bias is not None:
                 z = z + self.bias
             return apply_softcap(z, self.softcap)
         z = F.linear(x, self.effective_weight(), self.bias)
         return apply_softcap(z, self.softcap)
+
+
+def row_norm(w: Tensor, eps: float = 1e-12) -> Tensor:
+    """(V, d) -> (V,) L2 norm of each row, accumulated in float32 (no float copy of w), clamped away from zero."""
+    return torch.linalg.vector_norm(w, dim=-1, dtype=torch.float32).clamp_min(eps).to(w.dtype)
 
 
 def apply_softcap(z: Tensor, cap: float | None) -> Tensor:

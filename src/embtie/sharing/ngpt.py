@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from embtie.sharing.base import LogitMoments, row_norm
+from embtie.sharing.base import LogitMoments
 from embtie.sharing.normalized import L2Norm
 from embtie.sharing.registry import register
 
@@ -41,7 +41,7 @@ class NGPT(L2Norm):
         return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        return self.weight, self.effective_token_scale() / row_norm(self.weight), None
+        return self.weight, self.effective_token_scale(), None  # times 1/||e_i|| (norm_power = -1)
 
     def _step0_moments(self) -> LogitMoments:
         s = self.scale_init

@@ -2,14 +2,14 @@
 (eq. 26) and cosine (eq. 27-28). Each is a re-parametrisation of the one learned matrix E: the
 normalization is recomputed every forward pass and gradients flow through it to E.
 
-The per-row factors are kept as a (V,) row scale of the head (never a division of the N x V logits),
+The per-row factors are kept as the head's row-norm power (``Head.norm_power``) (never a division of the N x V logits),
 so these strategies cost what tied costs."""
 
 from __future__ import annotations
 
 from torch import Tensor
 
-from embtie.sharing.base import LogitMoments, SharingStrategy, row_norm
+from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.registry import register
 from embtie.sharing.tied import Tied
 
@@ -26,12 +26,13 @@ class L2Norm(Tied):
     name = "l2norm"
     formula = "input e_i/||e_i||; logit z_i = (e_i/||e_i||) . h"
     source = "Liu, Zhai & Chen, eq. 19"
+    norm_power = -1.0
 
     def _input_rows(self, rows: Tensor) -> Tensor:
         return _normalize_rows(rows)
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        return self.weight, 1.0 / row_norm(self.weight), None
+        return self.weight, None, None  # row scale 1/||e_i||: norm_power
 
     def _step0_moments(self) -> LogitMoments:
         # h = sqrt(d) e^_i: z_i = sqrt(d) exactly; z_k = sqrt(d) e^_k . e^_i has variance 1.
@@ -45,9 +46,10 @@ class SqNorm(Tied):
     name = "sqnorm"
     formula = "input e_i; logit z_i = e_i . h / ||e_i||^2"
     source = "Liu, Zhai & Chen, eq. 22"
+    norm_power = -2.0
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        return self.weight, row_norm(self.weight).pow(-2), None
+        return self.weight, None, None  # row scale 1/||e_i||^2: norm_power
 
     def _step0_moments(self) -> LogitMoments:
         # z_i = sqrt(d) / ||e_i|| ~ 1/sigma; z_k = e_k . h / ||e_k||^2 has variance 1 / (d sigma^2).
@@ -83,9 +85,10 @@ class Cosine(Tied):
     name = "cosine"
     formula = "input e_i; logit z_i = e_i . h / ||e_i||"
     source = "Liu, Zhai & Chen, eq. 27-28"
+    norm_power = -1.0
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        return self.weight, 1.0 / row_norm(self.weight), None
+        return self.weight, None, None  # row scale 1/||e_i||: norm_power
 
     def _step0_moments(self) -> LogitMoments:
         return LogitMoments(self.dim**0.5, 0.0, 0.0, 1.0)
