@@ -74,3 +74,10 @@ def test_unknown_preset_lists_presets(tmp_path):
 def test_shuffle_with_stateful_model_is_refused():
     with pytest.raises(ConfigError, match=r"data.shuffle=true breaks the hidden state"):
         load_config("ptb-lstm-small", ["data.shuffle=true"])
+
+
+def test_overrides_may_follow_options(capsys):
+    from embtie.cli import main
+
+    assert main(["train", "ptb-gpt-tiny", "--out", "unused", "--print-config", "model.dim=48"]) == 0
+    assert "dim: 48" in capsys.readouterr().out

@@ -54,7 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # Positional words may also come after options (`embtie train PRESET --out DIR lr=0.1`): argparse
+    # fills a nargs='*' positional only once, so leftover words extend the command's list positional
+    # (``overrides`` or ``args``); the command validates them.
+    if extra:
+        target = next((a for a in ("overrides", "args") if isinstance(getattr(args, a, None), list)), None)
+        if target is None or any(a.startswith("-") for a in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, target).extend(extra)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 1

@@ -36,21 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
     )
-    _accept_trailing_positionals(parser)
-
-
-def _accept_trailing_positionals(parser: argparse.ArgumentParser) -> None:
-    """Let key=value overrides also follow the options (argparse stops filling a nargs='*' positional at
-    the first option): leftover non-option words are appended to ``args``."""
-    plain = parser.parse_known_args
-
-    def parse_known_args(args=None, namespace=None):
-        ns, extras = plain(args, namespace)
-        words = [e for e in extras if not e.startswith("-")]
-        ns.args = [*(getattr(ns, "args", None) or []), *words]
-        return ns, [e for e in extras if e.startswith("-")]
-
-    parser.parse_known_args = parse_known_args
 
 
 def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
