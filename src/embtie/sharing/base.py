@@ -177,6 +177,8 @@ class SharingStrategy(nn.Module):
     norm_power: ClassVar[float | None] = None
     """p when the output rows are also scaled by ||w_i||^p (the per-row scale of ``_output_core``
     is then only the remaining factor); see ``Head.norm_power``."""
+    sqnorm_bias: ClassVar[float | None] = None
+    """c when the logits have the structural bias c ||w_i||^2 (before logit_scale); see ``Head.sqnorm_bias``."""
 
     def logit_scale(self) -> Tensor | float | None:
         """The scalar logit scale s (a 0-d tensor when learned), or None."""
@@ -191,9 +193,20 @@ class SharingStrategy(nn.Module):
         b = struct_bias
         if b is not None and s is not None:
             b = b * s
+        c = self.sqnorm_bias
+        if c is not None and s is not None:
+            c = s * c
         if self.bias is not None:
             b = self.bias if b is None else b + self.bias
-        return Head(weight=w, row_scale=row_scale, norm_power=self.norm_power, bias=b, scale=s, softcap=self.softcap)
+        return Head(
+            weight=w,
+            row_scale=row_scale,
+            norm_power=self.norm_power,
+            bias=b,
+            sqnorm_bias=c,
+            scale=s,
+            softcap=self.softcap,
+        )
 
     def logits(self, h: Tensor) -> Tensor:
         """(..., d) hidden states -> (..., V) logits."""

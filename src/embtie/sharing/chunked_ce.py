@@ -292,7 +292,7 @@ class ChunkedCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, scale, targets, cfg: _Config, needs: tuple[bool, bool, bool, bool]):  # type: ignore[override]
+    def forward(ctx, x, weight, bias, scale, coef, targets, cfg: _Config, needs: tuple[bool, ...]):  # type: ignore[override]
         with torch.autocast(cfg.device_type, enabled=False):
             keep = targets != cfg.ignore_index
             n_kept = int(keep.sum())
@@ -304,7 +304,8 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             v = cfg.structured.vocab_size if cfg.structured is not None else weight.shape[0]
             _check_targets(tk, v, cfg.ignore_index)
             xk = xk.to(cfg.compute_dtype)
-            inner = (needs[0], needs[1] or needs[3], needs[2])  # grads w.r.t. x, W_eff, b
+            # grads w.r.t. x, W_eff, b (the whole bias: the c ||W_v||^2 term's gradients derive from it)
+            inner = (needs[0], needs[1] or needs[3], needs[2] or (coef is not None and (needs[1] or needs[4])))
             fused = any(inner) and not cfg.recompute
             w = None
             m = scale
@@ -318,6 +319,10 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             if weight is not None:
                 out = _matrix_buffer("w_eff", weight, weight.dtype) if m is not None and not cfg.recompute else None
                 w = _scaled(weight, m, out).to(cfg.compute_dtype)
+            if coef is not None:
+                sq = torch.linalg.vector_norm(weight, dim=-1, dtype=torch.float32).square_().to(weight.dtype)
+                ctx.sq = sq
+                bias = sq * coef if bias is None else torch.addcmul(bias, sq, coef)
             b = None if bias is None else bias.to(cfg.compute_dtype)
             total, dx, dw, db = _grad_pass(xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True)
             loss = total / n_kept if n_kept else total * float("nan")
@@ -326,9 +331,9 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         ctx.b_dtype = None if bias is None else bias.dtype
         if fused:
             ctx.grads = (dx, dw, db)
-            ctx.save_for_backward(weight, scale)
+            ctx.save_for_backward(weight, scale, coef)
         elif any(inner):
-            ctx.save_for_backward(weight, scale, xk, w, b, tk)
+            ctx.save_for_backward(weight, scale, coef, xk, w, b, tk)
         return loss
 
     @staticmethod
@@ -336,10 +341,10 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         cfg, needs = ctx.cfg, ctx.needs
         with torch.autocast(cfg.device_type, enabled=False):
             if cfg.recompute:
-                weight, scale, xk, w, b, tk = ctx.saved_tensors
+                weight, scale, coef, xk, w, b, tk = ctx.saved_tensors
                 _, dx, dwe, db = _grad_pass(xk, tk, w, b, ctx.inner, cfg, loss_too=False)
             else:
-                weight, scale = ctx.saved_tensors
+                weight, scale, coef = ctx.saved_tensors
                 dx, dwe, db = ctx.grads
                 del ctx.grads
             g = grad_loss.float() / ctx.n_kept if ctx.n_kept else grad_loss.float() * float("nan")
@@ -361,8 +366,8 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                     ds = (ds if scale.dim() == 1 else ds.sum()).to(scale.dtype)
                 if needs[1]:
                     n32, m32 = n.float(), m.float()
-                    coef = (gm * m32 * cfg.norm_power / (n32 * n32)).masked_fill_(ctx.norm_dead, 0.0)
-                    dw = dwe.mul_(m32.unsqueeze(1)).addcmul_(w32, coef.unsqueeze(1)).to(weight.dtype)
+                    k = (gm * m32 * cfg.norm_power / (n32 * n32)).masked_fill_(ctx.norm_dead, 0.0)
+                    dw = dwe.mul_(m32.unsqueeze(1)).addcmul_(w32, k.unsqueeze(1))
             elif dwe is not None:
                 dwe.mul_(g)
                 if needs[3]:  # before dwe is scaled in place
@@ -374,9 +379,17 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                     ds = ds.to(scale.dtype)
                 if needs[1]:
                     dw = dwe if scale is None else dwe.mul_(scale.unsqueeze(1) if scale.dim() == 1 else scale)
-                    dw = dw.to(weight.dtype)
-            db = None if db is None else db.mul_(g).to(ctx.b_dtype)
-        return dx, dw, db, ds, None, None, None
+            db = None if db is None else db.mul_(g)
+            dc = None
+            if coef is not None and db is not None:
+                # bias_v = learned_v + c ||W_v||^2: dL/dc = <dL/db, ||W||^2>, dL/dW_v += 2 c dL/db_v W_v
+                if needs[4]:
+                    dc = torch.dot(db, ctx.sq.float()).to(coef.dtype)
+                if dw is not None:
+                    dw.addcmul_(weight.float(), (db * (2.0 * coef.float())).unsqueeze(1))
+            dw = None if dw is None else dw.to(weight.dtype)
+            db = None if db is None or not needs[2] else db.to(ctx.b_dtype)
+        return dx, dw, db, ds, dc, None, None, None
 
 
 def chunked_cross_entropy(
@@ -398,7 +411,8 @@ def chunked_cross_entropy(
     device_type = x.device.type
     autocast = torch.is_autocast_enabled(device_type)
     compute_dtype = torch.get_autocast_dtype(device_type) if autocast else x.dtype
-    structured = head.structured if head.row_scale is None and head.norm_power is None else None
+    plain_rows = head.row_scale is None and head.norm_power is None and head.sqnorm_bias is None
+    structured = head.structured if plain_rows else None
     if structured is not None:
         if head.scale is not None:
             x = x * head.scale
@@ -413,6 +427,9 @@ def chunked_cross_entropy(
             m = head.scale if m is None else m * head.scale
         scale = None if m is None else (m if isinstance(m, Tensor) else torch.tensor(float(m), device=x.device))
     bias = head.bias
+    coef = head.sqnorm_bias
+    if coef is not None and not isinstance(coef, Tensor):
+        coef = torch.tensor(float(coef), device=x.device)
     chunk = default_chunk(vocab) if chunk_size is None else int(chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size={chunk_size} must be >= 1")
@@ -433,5 +450,6 @@ def chunked_cross_entropy(
         grad and weight is not None and weight.requires_grad,
         grad and bias is not None and bias.requires_grad,
         grad and scale is not None and scale.requires_grad,
+        grad and coef is not None and coef.requires_grad,
     )
-    return ChunkedCrossEntropy.apply(x, weight, bias, scale, targets, cfg, needs)
+    return ChunkedCrossEntropy.apply(x, weight, bias, scale, coef, targets, cfg, needs)

@@ -48,6 +48,9 @@ class Head:
     gradient, without (V, d_t) autograd temporaries."""
     bias: Tensor | None = None
     """(V,) additive bias (already in logit units), or None."""
+    sqnorm_bias: Tensor | float | None = None
+    """c: when set, the bias also has the term c ||w_i||^2 (the distance strategy's -s/2 ||e_i||^2;
+    a 0-d tensor when the logit scale is learned). Kept symbolic like ``norm_power``."""
     scale: Tensor | float | None = None
     """scalar logit scale (a 0-d tensor when learned), or None."""
     softcap: float | None = None
@@ -88,6 +91,13 @@ class Head:
             return self.weight * m.unsqueeze(1).to(self.weight.dtype)
         return self.weight * m
 
+    def full_bias(self) -> Tensor | None:
+        """(V,) the bias with the c ||w_i||^2 term added (autograd), or None."""
+        if self.sqnorm_bias is None:
+            return self.bias
+        term = self.weight.pow(2).sum(dim=-1) * self.sqnorm_bias
+        return term if self.bias is None else term + self.bias
+
     def logits(self, x: Tensor) -> Tensor:
         """x: (..., d_t) transformed hidden states -> (..., V) logits."""
         if self.structured is not None and self.row_scale is None and self.norm_power is None:
@@ -95,7 +105,7 @@ class Head:
             if self.bias is not None:
                 z = z + self.bias
             return apply_softcap(z, self.softcap)
-        z = F.linear(x, self.effective_weight(), self.bias)
+        z = F.linear(x, self.effective_weight(), self.full_bias())
         return apply_softcap(z, self.softcap)
 
 

@@ -64,9 +64,10 @@ class Distance(Tied):
     name = "distance"
     formula = "input e_i; logit z_i = e_i . h - ||e_i||^2 / 2"
     source = "Liu, Zhai & Chen, eq. 26"
+    sqnorm_bias = -0.5
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        return self.weight, None, -0.5 * self.weight.pow(2).sum(dim=-1)
+        return self.weight, None, None  # bias -||e_i||^2 / 2: sqnorm_bias
 
     def _step0_moments(self) -> LogitMoments:
         d, s = self.dim, self.init_std
