@@ -14,9 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from embtie.checkpoint import latest
-from embtie.config import load_config
 from embtie.progress import read_metrics
-from embtie.train import train
 
 DATA = os.environ.get("EMBTIE_DATA", str(Path(__file__).resolve().parents[2] / "shared/data"))
 COMMON = [
@@ -77,10 +75,10 @@ def _weights(run: Path) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_sigkill_then_resume_is_bitwise_identical(case, tmp_path):
     ref, killed = tmp_path / "ref", tmp_path / "killed"
+    # The uninterrupted reference is launched exactly like the killed run (a fresh process, one thread
+    # from the start), so that nothing but the kill differs between the two.
+    ref_proc = subprocess.Popen(_cmd(case, ref), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     proc = subprocess.Popen(_cmd(case, killed), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    # the uninterrupted reference trains in this process meanwhile (same code, same single thread)
-    preset, *overrides = CASES[case]
-    train(load_config(preset, [*overrides, *COMMON]), ref)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:  # wait until training has started ...
         if (killed / "metrics.jsonl").exists() and read_metrics(killed):
@@ -91,6 +89,8 @@ def test_sigkill_then_resume_is_bitwise_identical(case, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     subprocess.run(_cmd(case, killed), env=_env(), check=True, capture_output=True, timeout=300)
+    _, err = ref_proc.communicate(timeout=300)
+    assert ref_proc.returncode == 0, err.decode()[-2000:]
 
     a, b = _weights(ref), _weights(killed)
     assert a.keys() == b.keys()
