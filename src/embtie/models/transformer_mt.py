@@ -141,6 +141,18 @@ class EncoderLayer(nn.Module):
         return self.r2(x, self.ffn)
 
 
+def _append(cache: Tensor, new: Tensor, index: Tensor | None) -> Tensor:
+    """cache (B', H, t, dh) with rows ``index`` (B,) selected (None: all, B' = B), then new (B, H, 1, dh)
+    appended along time -> (B, H, t + 1, dh); one copy of the cache either way."""
+    if index is None:
+        return torch.cat([cache, new], dim=2)
+    _, h, t, dh = cache.shape
+    out = cache.new_empty((index.numel(), h, t + new.shape[2], dh))
+    torch.index_select(cache, 0, index, out=out[:, :, :t])
+    out[:, :, t:] = new
+    return out
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerMTConfig) -> None:
         super().__init__()
@@ -160,8 +172,8 @@ class DecoderLayer(nn.Module):
             if cache is None:
                 return self.self_attn.attend(y, k, v, causal=y.shape[1] > 1)
             if "k" in cache:
-                k = torch.cat([cache["k"], k], dim=2)
-                v = torch.cat([cache["v"], v], dim=2)
+                k = _append(cache["k"], k, cache.get("index"))
+                v = _append(cache["v"], v, cache.get("index"))
             cache["k"], cache["v"] = k, v
             return self.self_attn.attend(y, k, v)
 
@@ -242,7 +254,11 @@ class TransformerMT(Seq2Seq):
         row's memory once for its whole group; otherwise the source entries are expanded per row.
         """
         if "mem_k" not in state:  # beam search's fast path: only the decoder's own entries
-            return super().reorder_state(state, index)
+            # kept pending and applied by the next step together with its cache append (one copy, not two)
+            pending = state.get("reorder")
+            return {**state, "reorder": index if pending is None else pending.index_select(0, index)}
+        if "reorder" in state:
+            state = self._apply_reorder(state)
         g = state.get("beams", 1)
         src = index // g if g > 1 else index
         rest = super().reorder_state({k: v for k, v in state.items() if k not in self.source_state_keys}, index)
@@ -263,12 +279,25 @@ class TransformerMT(Seq2Seq):
             rest.update({k: state[k] for k in self.source_state_keys})
         return rest
 
+    def _apply_reorder(self, state: dict) -> dict:
+        """The state with its pending row selection (``reorder_state``'s fast path) applied."""
+        index = state["reorder"]
+        state = {k: v for k, v in state.items() if k != "reorder"}
+        state["self_k"] = [t.index_select(0, index) for t in state["self_k"]]
+        state["self_v"] = [t.index_select(0, index) for t in state["self_v"]]
+        return state
+
     def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
         pos = state["pos"]
+        index = state.get("reorder")
+        if index is not None:
+            state = {k: v for k, v in state.items() if k != "reorder"}
+            if pos == 0:
+                index = None
         x = self._embed(self.sharing, prev[:, None], offset=pos)
         new_k, new_v = [], []
         for i, layer in enumerate(self.decoder):
-            cache = {"k": state["self_k"][i], "v": state["self_v"][i]} if pos > 0 else {}
+            cache = {"k": state["self_k"][i], "v": state["self_v"][i], "index": index} if pos > 0 else {}
             x = layer(x, state["mem_k"][i], state["mem_v"][i], state["mask"], cache=cache)
             new_k.append(cache["k"])
             new_v.append(cache["v"])
