@@ -81,3 +81,17 @@ def test_bleu_bootstrap_matches_sacrebleu_paired_test():
     theirs = scores["BLEU"][1]
     assert ours["system"] == pytest.approx(theirs.score)
     assert ours["p_value"] == pytest.approx(theirs.p_value)
+
+
+def test_seed_t_test_and_combined_verdict():
+    from embtie import stats
+
+    # clearly separated seeds: significant; overlapping seeds: not
+    assert stats.seed_t_test([400.0, 401.0, 402.0], [420.0, 421.0, 422.0]) < 0.001
+    assert stats.seed_t_test([410.0, 420.0, 430.0], [415.0, 425.0, 435.0]) > 0.3
+    assert math.isnan(stats.seed_t_test([400.0], [420.0, 421.0]))
+    boot = {"significant": True, "delta": -7.0, "p_value": 0.001}
+    t = stats.combine_with_seed_test(dict(boot), stats.seed_t_test([410.0, 420.0, 430.0], [415.0, 425.0, 435.0]))
+    assert stats.verdict(t, higher_is_better=False) == "within noise"
+    t = stats.combine_with_seed_test(dict(boot), float("nan"))  # one seed: the bootstrap decides alone
+    assert stats.verdict(t, higher_is_better=False) == "better"

@@ -273,6 +273,8 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
             n = min(len(base), len(mine))
             if n and mine[:n].shape[1:] == base[:n].shape[1:]:
                 t = stats.perplexity_bootstrap(mine[:n], base[:n])
+                seed_vals = {k: [x["valid_ppl"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
+                stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
                 t["verdict"] = stats.verdict(t, higher_is_better=False)
                 tests[name] = t
     bleu_tests = {}
@@ -285,6 +287,8 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
             n = min(len(base), len(mine))
             if n:
                 t = stats.bleu_bootstrap(mine[:n], base[:n])
+                seed_vals = {k: [x["bleu"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
+                stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
                 t["verdict"] = stats.verdict(t, higher_is_better=True)
                 bleu_tests[name] = t
     return {

@@ -73,7 +73,7 @@ def build(results: dict, out_dir: Path) -> report.Report:
         else:
             lo, hi = t["delta_ci"]
             delta = f"{t['delta']:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-            p, verdict = f"{t['p_value']:.3f}", t["verdict"]
+            p, verdict = f"{t['p_value']:.3f} / {_p(t.get('p_seeds'))}", t["verdict"]
         trows.append([n, _ci(s["valid_ppl"]), delta, p, verdict, _ci(s["best_valid_ppl"]), _ci(s["step0_loss"], 2)])
     r.add(
         Table(
@@ -81,7 +81,7 @@ def build(results: dict, out_dir: Path) -> report.Report:
                 "strategy",
                 "valid ppl: mean ± std [95% CI]",
                 "Δ ppl vs tied [95% CI]",
-                "p",
+                "p: bootstrap / seeds",
                 "verdict",
                 "best valid ppl",
                 "step-0 loss",
@@ -89,7 +89,10 @@ def build(results: dict, out_dir: Path) -> report.Report:
             trows,
             "Mean, standard deviation and Student-t 95% interval over seeds. Δ and p: paired bootstrap "
             "(1000 resamples, sacrebleu's test statistic) over the validation batches, seed means compared "
-            "(over the seeds both strategies have finished); 'within noise' when p ≥ 0.05.",
+            "(over the seeds both strategies have finished); it sees the noise of the evaluation sample only. "
+            "p (seeds): Welch's t-test over the per-seed values, the noise of training. The verdict is "
+            "'better' or 'worse' only when both are below 0.05 (the seed test where there are >= 2 seeds), "
+            "else 'within noise'.",
         )
     )
     vals = {n: [x["valid_ppl"] for x in rows if x["strategy"] == n] for n in names}
@@ -327,6 +330,11 @@ def build(results: dict, out_dir: Path) -> report.Report:
     return r
 
 
+def _p(p: float | None) -> str:
+    """A p-value for a table cell ('-' when the test could not be run, e.g. one seed)."""
+    return "-" if p is None or not math.isfinite(p) else f"{p:.3f}"
+
+
 def _translation_section(r: report.Report, results: dict, names: list[str], cmd: str, out_dir: Path) -> None:
     base = results["baseline"]
     rows = results["rows"]
@@ -341,7 +349,8 @@ def _translation_section(r: report.Report, results: dict, names: list[str], cmd:
             delta, p, verdict = "-", "-", "-"
         else:
             lo, hi = t["delta_ci"]
-            delta, p, verdict = f"{t['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{t['p_value']:.3f}", t["verdict"]
+            delta, verdict = f"{t['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}]", t["verdict"]
+            p = f"{t['p_value']:.3f} / {_p(t.get('p_seeds'))}"
         mine = [x for x in rows if x["strategy"] == n]
         share = [x["rare_token_share"] for x in mine if x["rare_token_share"] is not None]
         brows.append(
@@ -370,7 +379,7 @@ def _translation_section(r: report.Report, results: dict, names: list[str], cmd:
                 "strategy",
                 "BLEU: mean ± std [95% CI]",
                 "Δ BLEU vs tied [95% CI]",
-                "p",
+                "p: bootstrap / seeds",
                 "verdict",
                 "VU (distinct words)",
                 "rare-word share",
@@ -378,7 +387,8 @@ def _translation_section(r: report.Report, results: dict, names: list[str], cmd:
             brows,
             "sacreBLEU on the validation split (detokenized, cased). Δ and p: paired bootstrap over sentences "
             "(sacrebleu's resampling and test statistic; with several seeds the same resampled sentences score "
-            "every seed and the seed means are compared). VU: distinct words (13a-tokenized, lower-cased) in the "
+            "every seed and the seed means are compared); p (seeds): Welch's t-test over per-seed BLEU; "
+            "the verdict needs both below 0.05. VU: distinct words (13a-tokenized, lower-cased) in the "
             "hypotheses; rare: words seen at most 10 times in the training targets." + ref_text,
         )
     )

@@ -151,6 +151,30 @@ def bleu_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict:
     return paired_bootstrap(system, baseline, bleu_from_stats, **kw)
 
 
+def seed_t_test(system: Sequence[float], baseline: Sequence[float]) -> float:
+    """Welch's t-test p-value of the per-seed values of two strategies (NaN with fewer than 2 seeds each).
+
+    The paired bootstrap over evaluation units measures the noise of the evaluation sample; this test
+    measures the noise of training (initialisation, dropout), which the bootstrap cannot see.
+    """
+    a = np.asarray([v for v in system if v is not None and math.isfinite(v)], dtype=np.float64)
+    b = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=np.float64)
+    if a.size < 2 or b.size < 2:
+        return float("nan")
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return 0.0 if a[0] != b[0] else 1.0
+    return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def combine_with_seed_test(test: dict, p_seeds: float) -> dict:
+    """Record the seed-level p in ``test`` and call the difference significant only when both the
+    bootstrap and (where there are >= 2 seeds each) the seed-level test say so."""
+    test["p_seeds"] = p_seeds
+    if math.isfinite(p_seeds):
+        test["significant"] = bool(test["significant"] and p_seeds < ALPHA)
+    return test
+
+
 def verdict(test: dict, higher_is_better: bool) -> str:
     """'better' / 'worse' when significant, else 'within noise'."""
     if not test["significant"]:
