@@ -13,12 +13,11 @@ EOS keeps it from ending earlier); HF produces out + 1 tokens with EOS suppresse
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import torch
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device
+from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from embtie import sharing
 from embtie.data.subwords import BOS, EOS, PAD
 from embtie.decode import beam_search
@@ -180,10 +179,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 3) -> Sec
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--large", action="store_true", help="also a Marian opus-mt sized model (d=512, 6+6, V=32000)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--repeats", type=int, default=3)
+    p = section_parser(__doc__, "also a Marian opus-mt sized model (d=512, 6+6, V=32000)", 3)
     args = p.parse_args()
     print(run(args.large, args.device, args.repeats).body)
 

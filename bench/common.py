@@ -10,6 +10,7 @@ time (all threads) are recorded; with one torch thread (``--threads 1``, the def
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import platform
@@ -167,3 +168,12 @@ class Section:
     body: str
     figures: dict[str, float] = field(default_factory=dict)
     command: str = ""
+
+
+def section_parser(doc: str | None, large_help: str, repeats: int) -> argparse.ArgumentParser:
+    """The command line every benchmark section shares when run alone: --large, --device, --repeats."""
+    p = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
+    p.add_argument("--large", action="store_true", help=large_help)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--repeats", type=int, default=repeats)
+    return p

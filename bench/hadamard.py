@@ -9,12 +9,11 @@ interleaved in one process.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import torch
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device
+from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from embtie import sharing
 from embtie.sharing.loss import cross_entropy
 
@@ -96,10 +95,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 3) -> Sec
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--large", action="store_true", help="also V = n = 32768")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--repeats", type=int, default=3)
+    p = section_parser(__doc__, "also V = n = 32768", 3)
     args = p.parse_args()
     print(run(args.large, args.device, args.repeats).body)
 

@@ -16,12 +16,11 @@ attention), compared to the measured matmul peak of this machine for the same dt
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import torch
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device
+from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from bench.peak import DTYPES, matmul_peak
 from embtie import sharing
 from embtie.models.gpt import GPT, GPTConfig
@@ -181,10 +180,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 5) -> Sec
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--large", action="store_true", help="GPT-2 small (12 x 768, V=50257, T=512) instead")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--repeats", type=int, default=5)
+    p = section_parser(__doc__, "GPT-2 small (12 x 768, V=50257, T=512) instead", 5)
     args = p.parse_args()
     print(run(args.large, args.device, args.repeats).body)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.common import ROOT, Section, child_env, fmt, interleaved, md_table, pick_device, python
+from bench.common import ROOT, Section, child_env, fmt, interleaved, md_table, pick_device, python, section_parser
 from embtie import sharing
 
 IMPLS = ("plain", "chunked", "recompute")
@@ -208,10 +208,7 @@ def run(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--large", action="store_true", help="also V=131072 at 8192 tokens (about 16 GB for plain)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--repeats", type=int, default=2)
+    p = section_parser(__doc__, "also V=131072 at 8192 tokens (about 16 GB for plain)", 2)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--impl", default="plain", help=argparse.SUPPRESS)
     p.add_argument("--strategy", default="tied", help=argparse.SUPPRESS)

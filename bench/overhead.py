@@ -10,12 +10,11 @@ at run time) with its width set to d; the vocabulary is V (random token ids: onl
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
 import torch
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device
+from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from embtie import models, sharing
 from embtie.config import load_config
 from embtie.optim import build_optimizer
@@ -96,10 +95,7 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 4, precis
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--large", action="store_true", help="the preset's batch instead of 4 sequences")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--repeats", type=int, default=4)
+    p = section_parser(__doc__, "the preset's batch instead of 4 sequences", 4)
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     args = p.parse_args()
     print(run(args.large, args.device, args.repeats, args.precision).body)
