@@ -188,10 +188,11 @@ def run(
             r, rc = tim.ratio(impl, "plain"), tim.ratio(impl, "plain", cpu=True)
             rows.append([case.label, impl, fmt(tim.best(impl), 3), fmt(r, 3), fmt(rc, 3)])
             figures[f"time_ratio[{case.label}][{impl}]"] = r
+    what = "CUDA memory allocated (torch.cuda.max_memory_allocated)" if device.type == "cuda" else "RSS"
     body = (
         "Peak memory of one forward + backward of the output layer (loss included), each implementation "
-        "in a fresh subprocess. `extra` = peak RSS during the step minus the process's peak just before "
-        "it (parameters, inputs and torch already resident); `peak` = the process's whole peak RSS.\n\n"
+        f"in a fresh subprocess. `extra` = peak {what} during the step minus the process's peak just before "
+        f"it (parameters, inputs and torch already resident); `peak` = the process's whole peak {what}.\n\n"
         + md_table(["case", "impl", "extra MiB", "peak MiB", "extra / plain"], mem_rows)
         + (
             "\n\nTime of forward + backward, implementations interleaved in one process "
