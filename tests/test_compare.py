@@ -5,10 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import math
+from pathlib import Path
 
 import pytest
+import yaml
 
 from embtie import cli, compare
+from embtie.config import presets_dir
 from embtie.errors import ConfigError
 
 TINY = [
@@ -37,6 +40,27 @@ def test_plan_rejects_bad_grids(tmp_path):
     runs = compare.plan(compare.CompareSpec("ptb-gpt-tiny", ["tied", "fixed"], 2, TINY, tmp_path))
     assert [(r.strategy, r.seed) for r in runs] == [("tied", 0), ("tied", 1), ("fixed", 0), ("fixed", 1)]
     assert runs[2].cfg.sharing.options == {"logit_scale": "learned"} and runs[1].cfg.seed == 1
+
+
+def test_plan_gives_every_strategy_the_presets_model_conventions(tmp_path):
+    """The Multi30k preset scales embeddings by sqrt(d): dropping that for the other strategies (as an
+    earlier plan did) left their token signal under the positional one and cost them 30 BLEU."""
+    runs = compare.plan(
+        compare.CompareSpec("multi30k-transformer-small", ["tied", "untied", "l2norm", "fixed"], 1, [], tmp_path)
+    )
+    opts = {r.strategy: r.cfg.sharing.options for r in runs}
+    assert all(o["embed_scale"] == "sqrt_d" for o in opts.values())
+    assert opts["fixed"]["logit_scale"] == "learned"
+    lstm = compare.plan(compare.CompareSpec("ptb-lstm-small", ["tied", "tied-proj"], 1, [], tmp_path))
+    assert all(r.cfg.sharing.options == {"init_range": 0.1, "bias": True} for r in lstm)
+    # the preset strategy's own options stay with it; the others get only what they accept
+    raw = yaml.safe_load(Path(presets_dir(), "ptb-lstm-small.yaml").read_text())
+    raw["sharing"] = {"name": "tied-proj", "options": {"proj_reg": 0.5, "bias": True}}
+    preset = tmp_path / "proj.yaml"
+    preset.write_text(yaml.safe_dump(raw))
+    spec = compare.CompareSpec(str(preset), ["tied-proj", "tied"], 1, [], tmp_path)
+    proj = {r.strategy: r.cfg.sharing.options for r in compare.plan(spec)}
+    assert proj == {"tied-proj": {"proj_reg": 0.5, "bias": True}, "tied": {"bias": True}}
 
 
 def test_compare_end_to_end(tmp_path, capsys):

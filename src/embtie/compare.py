@@ -105,8 +105,12 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
     runs = []
     for name in spec.strategies:
         base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
-        keep_preset_opts = base.sharing.name == name
-        options = dict(base.sharing.options) if keep_preset_opts else {}
+        # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
+        # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
+        # in their output layer. Options the strategy does not accept (another strategy's own, such
+        # as proj_reg) are dropped.
+        accepted = set(sharing.accepted_options(name))
+        options = {k: v for k, v in base.sharing.options.items() if base.sharing.name == name or k in accepted}
         for k, v in STRATEGY_OPTIONS.get(name, {}).items():
             options.setdefault(k, v)
         for seed in range(spec.seeds):
