@@ -54,6 +54,24 @@ def test_perplexity_bootstrap_detects_a_real_difference_and_not_a_tiny_one():
     assert not stats.perplexity_bootstrap(noisy, base, n_samples=300)["significant"]
 
 
+def test_perplexity_test_runs_on_log_scale_so_a_long_tail_does_not_hide_a_real_difference():
+    """Every batch is worse, two by 5 nats: the 95% interval of the perplexity difference excludes 0, but
+    sacrebleu's centred statistic on perplexity itself (long right tail) gives p > 0.05; on log
+    perplexity it does not."""
+    rng = np.random.default_rng(4)
+    cnt = rng.integers(200, 400, 40).astype(float)
+    base = rng.normal(1.85, 0.15, 40)
+    worse = base + rng.exponential(0.3, 40)
+    worse[:2] += 5
+    b, w = np.stack([base * cnt, cnt], 1), np.stack([worse * cnt, cnt], 1)
+    on_ppl = stats.paired_bootstrap(w, b, stats.perplexity_from_stats)
+    r = stats.perplexity_bootstrap(w, b)
+    assert r["delta_ci"][0] > 0 and on_ppl["delta_ci"] == r["delta_ci"] and r["delta"] == on_ppl["delta"]
+    assert on_ppl["p_value"] > 0.05 > r["p_value"]
+    log_scale = stats.paired_bootstrap(w, b, lambda x: np.log(stats.perplexity_from_stats(x)))
+    assert r["p_value"] == log_scale["p_value"]
+
+
 def test_bootstrap_with_seeds_averages_seed_scores():
     rng = np.random.default_rng(2)
     base = np.stack([_ppl_stats(rng, 30, 5.0) for _ in range(3)])

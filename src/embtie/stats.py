@@ -67,8 +67,15 @@ def paired_bootstrap(
     n_samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
     alpha: float = ALPHA,
+    test_scale: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> dict:
     """Paired bootstrap test of ``system`` against ``baseline``.
+
+    ``test_scale``: a monotone map of scores on which the p-value is computed (the delta and its
+    interval stay on the score's own scale). sacrebleu's statistic compares the observed difference
+    with the spread of the centred resampled differences, which assumes that spread is roughly
+    symmetric; perplexity = exp(mean loss) has a long right tail (a few hard batches), so its test
+    runs on log perplexity, where the same hypothesis (equal perplexity) is tested on a symmetric scale.
 
     system, baseline: sufficient statistics per test unit, (units, k) or (seeds, units, k); the units
     (sentences, batches) must be the same and in the same order for both. ``score`` maps summed
@@ -82,15 +89,20 @@ def paired_bootstrap(
     n_units = sys_a.shape[1]
     w = resample_weights(n_units, n_samples, seed)
 
-    def seed_mean_scores(a: np.ndarray) -> tuple[float, np.ndarray]:
-        full = np.mean([float(score(s.sum(0))) for s in a])
-        boot = np.mean([score(w @ s) for s in a], axis=0)  # (n_samples,)
+    def seed_mean_scores(a: np.ndarray, f=lambda x: x) -> tuple[float, np.ndarray]:
+        full = np.mean([float(f(score(s.sum(0)))) for s in a])
+        boot = np.mean([f(score(w @ s)) for s in a], axis=0)  # (n_samples,)
         return full, boot
 
     sys_full, sys_boot = seed_mean_scores(sys_a)
     base_full, base_boot = seed_mean_scores(base_a)
-    observed = abs(sys_full - base_full)
-    sample_diffs = np.abs(sys_boot - base_boot)
+    if test_scale is None:
+        sys_t, sys_tboot, base_t, base_tboot = sys_full, sys_boot, base_full, base_boot
+    else:
+        sys_t, sys_tboot = seed_mean_scores(sys_a, test_scale)
+        base_t, base_tboot = seed_mean_scores(base_a, test_scale)
+    observed = abs(sys_t - base_t)
+    sample_diffs = np.abs(sys_tboot - base_tboot)
     centred = sample_diffs - sample_diffs.mean()
     if np.array_equal(sys_a, base_a):
         p = 1.0  # identical on every unit: no difference at all (sacrebleu's formula would give 1/(n+1))
@@ -119,7 +131,9 @@ def perplexity_from_stats(sums: np.ndarray) -> np.ndarray:
 
 
 def perplexity_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict:
-    """Paired bootstrap of perplexity over evaluation units; stats (units, 2) or (seeds, units, 2)."""
+    """Paired bootstrap of perplexity over evaluation units; stats (units, 2) or (seeds, units, 2).
+    The p-value is computed on log perplexity (see ``paired_bootstrap``'s test_scale)."""
+    kw.setdefault("test_scale", np.log)
     return paired_bootstrap(system, baseline, perplexity_from_stats, **kw)
 
 
