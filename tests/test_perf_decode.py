@@ -10,7 +10,7 @@ import torch
 
 from embtie import sharing
 from embtie.data.subwords import PAD
-from embtie.decode import beam_search
+from embtie.decode import TOPK_BLOCK, beam_search, row_topk
 from embtie.models.seq2seq import Seq2Seq
 from embtie.models.transformer_mt import TransformerMT, TransformerMTConfig
 
@@ -33,3 +33,18 @@ def test_beam_search_without_reordering_source_state_is_unchanged():
     assert [h.tokens for h in fast] == [h.tokens for h in slow]
     assert [h.score for h in fast] == pytest.approx([h.score for h in slow], rel=1e-5)
     assert len({len(h.tokens) for h in fast}) > 1  # the case where rows are dropped mid-search is covered
+
+
+@pytest.mark.parametrize("v", [6000, 5 * TOPK_BLOCK * 4, 37, 40 * TOPK_BLOCK + 77])
+def test_row_topk_equals_torch_topk(v):
+    g = torch.Generator().manual_seed(v)
+    x = torch.randn(9, v, generator=g)
+    x[2] = float("-inf")  # a row forced to end: only one finite entry
+    x[2, 5] = -3.0
+    x[3, -1] = 50.0  # the largest entry in the tail outside the whole blocks
+    x[4, :] = torch.arange(v, dtype=torch.float32)  # the largest entries all in the last block(s)
+    for k in (1, 10):
+        ref, got = x.topk(k, dim=1), row_topk(x, k)
+        assert torch.equal(got[0], ref[0])
+        finite = torch.isfinite(ref[0])
+        assert torch.equal(got[1][finite], ref[1][finite])

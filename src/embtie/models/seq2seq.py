@@ -114,7 +114,12 @@ class Seq2Seq(nn.Module):
         """Select batch rows ``index`` (N,) of every tensor in the state (beam search)."""
         return map_state(state, lambda t: t.index_select(0, index))
 
+    def next_logits(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+        """prev (B,) -> (logits (B, V) in float32, next state)."""
+        h, state = self.step(prev, state)
+        return self.sharing.logits(h).float(), state
+
     def next_logprobs(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
         """prev (B,) -> (log-probabilities (B, V) in float32, next state)."""
-        h, state = self.step(prev, state)
-        return torch.log_softmax(self.sharing.logits(h).float(), dim=-1), state
+        z, state = self.next_logits(prev, state)
+        return torch.log_softmax(z, dim=-1), state
