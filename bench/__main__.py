@@ -33,7 +33,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     ),
     "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
     "overhead": lambda a: overhead.run(a.overhead_batch, a.device, a.repeats or 4, a.precision),
-    "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 5),
+    "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 3),
     "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
 }
 NEEDS_HF = ("hf_gpt2", "beam")
@@ -49,10 +49,11 @@ section states when, where and with which command it was produced.
 
 Caveats seen on this machine (2 cores shared with several other jobs, load average 7-10):
 - Fresh multi-MiB tensors are page-faulted in on first touch (glibc mmap-s large blocks), which costs
-  as much as the arithmetic for memory-bound ops. Results depend on the process's allocator state:
-  the GPT-2 comparison gave 1.40x (fp32) / 1.69x (bf16) run alone, but 1.08x / 1.05x on 2026-11-22
-  when it ran after the loss section in the same process (whose GB-sized allocations had warmed
-  glibc's allocator). Both are reported; the low ones are the conservative figures.
+  as much as the arithmetic for memory-bound ops, and timings depend on what the process ran before:
+  HF GPT-2's step took 0.93 s in a fresh process but 0.72 s after the strategy-overhead section in the
+  same process (embtie's did not move). So the GPT-2 comparison runs every measurement in a fresh
+  process of its own (`python -m bench.hf_gpt2 --in-process` for the shared-process alternation, which
+  gave 1.12x / 1.13x after the other sections on 2026-11-22).
 - The strategy-overhead table uses the ptb-gpt-tiny preset's batch (16 x 64 tokens). The normalized
   strategies' extra cost is a fixed number of (V x d) passes per step, so at a batch of 4 sequences
   (`--overhead-batch 4`) their ratio to `tied` is larger.

@@ -6,7 +6,11 @@ output embedding — and trained on the same random batch with the same optimize
 all parameters) and gradient clipping. One step = forward, loss, backward, clip, optimizer step.
 transformers computes the loss inside the model (``labels=``, which shifts internally); embtie
 computes it with ``sharing.loss`` (the chunked loss by default). Throughput counts B x T tokens
-for both. Steps alternate between the two models in one process.
+for both. Each (framework, precision) runs in a fresh process of its own, the processes alternating
+round after round (embtie, HF, HF, embtie, ...), as a training script would run: measured in one
+shared process, HF's step time depended on what the process had run before (0.93 s alone, 0.72 s
+after the strategy-overhead section, on the same machine), embtie's did not. ``--in-process`` gives
+the old shared-process alternation.
 
 Model FLOPs per token = 6 x (matmul parameters + V d for the output layer) + 6 L T d (causal
 attention), compared to the measured matmul peak of this machine for the same dtype.
@@ -16,11 +20,15 @@ attention), compared to the measured matmul peak of this machine for the same dt
 
 from __future__ import annotations
 
+import argparse
+import json
+import subprocess
+import time
 from dataclasses import dataclass
 
 import torch
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
+from bench.common import Section, child_env, fmt, interleaved, md_table, pick_device, python, section_parser
 from bench.peak import DTYPES, matmul_peak
 from embtie import sharing
 from embtie.models.gpt import GPT, GPTConfig
@@ -149,16 +157,120 @@ def _shape(s: Shape, device: torch.device, repeats: int, peaks: dict[str, float]
     return rows, figures
 
 
-def run(large: bool = False, device_name: str = "auto", repeats: int = 5) -> Section:
+def _steps(who: str, s: Shape, device: torch.device, bf16: bool):
+    """(model, one-training-step function) of ``who`` (embtie or hf) on the shape's fixed batch."""
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=g).to(device)
+    if who == "embtie":
+        model, strat = build_embtie(s, device)
+        targets = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -100)], 1)
+
+        def loss_fn():
+            return strat.loss(model(ids), targets)
+    else:
+        model = build_hf(s, device)
+
+        def loss_fn():
+            return model(input_ids=ids, labels=ids).loss
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+
+    def step() -> None:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return model, step
+
+
+def _child(args: argparse.Namespace) -> None:
+    """In a fresh process: 2 warm-up steps, then ``args.steps`` timed ones; prints the fastest as JSON."""
+    torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    s = shapes(args.large)[args.shape]
+    _, step = _steps(args.who, s, device, args.precision == "bf16")
+    for _ in range(2):
+        step()
+    wall, cpu = [], []
+    for _ in range(args.steps):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        w0, c0 = time.perf_counter(), time.process_time()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    print(json.dumps({"wall": min(wall), "cpu": min(cpu)}))
+
+
+def _isolated(s: Shape, shape_index: int, large: bool, device: torch.device, repeats: int, peaks: dict[str, float]):
+    """The comparison with every measurement in a fresh process (alternating, ``repeats`` rounds)."""
+    rows, figures = [], {}
+    for precision in ("fp32", "bf16"):
+        print(f"[hf-gpt2] {s.label} {precision} (fresh processes)", flush=True)
+        best: dict[str, dict[str, float]] = {}
+        for r in range(repeats):
+            for who in ("embtie", "hf") if r % 2 == 0 else ("hf", "embtie"):
+                cmd = [python(), "-m", "bench.hf_gpt2", "--child", who, "--precision", precision, "--steps", "3"]
+                cmd += ["--shape", str(shape_index), "--device", str(device), "--threads", str(torch.get_num_threads())]
+                cmd += ["--large"] if large else []
+                out = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), check=False)
+                if out.returncode != 0:
+                    raise RuntimeError(f"hf_gpt2 child failed: {out.stderr.strip().splitlines()[-1:]}")
+                m = json.loads(out.stdout.strip().splitlines()[-1])
+                prev = best.get(who)
+                best[who] = m if prev is None else {k: min(prev[k], m[k]) for k in m}
+        rows += _rows(s, precision, best, peaks)
+        figures[f"speedup_vs_hf[{s.label}][{precision}]"] = best["hf"]["wall"] / best["embtie"]["wall"]
+    return rows, figures
+
+
+def _rows(s: Shape, precision: str, best: dict[str, dict[str, float]], peaks: dict[str, float]) -> list[list]:
+    tokens, fpt = s.batch * s.seq, flops_per_token(s)
+    speedup = best["hf"]["wall"] / best["embtie"]["wall"]
+    speedup_cpu = best["hf"]["cpu"] / best["embtie"]["cpu"]
+    rows = []
+    for who in ("embtie", "hf"):
+        tps = tokens / best[who]["wall"]
+        rows.append(
+            [
+                s.label,
+                precision,
+                who,
+                fmt(best[who]["wall"], 3),
+                fmt(tps, 0),
+                fmt(tps * fpt / 1e9, 1),
+                f"{100 * tps * fpt / peaks[precision]:.0f}%",
+                fmt(speedup, 2) if who == "embtie" else "",
+                fmt(speedup_cpu, 2) if who == "embtie" else "",
+            ]
+        )
+    return rows
+
+
+def run(large: bool = False, device_name: str = "auto", repeats: int = 3, in_process: bool = False) -> Section:
     device = pick_device(device_name)
     rows, figures = [], {}
     peaks = {p: matmul_peak(DTYPES[p], device) for p in ("fp32", "bf16")}
-    for s in shapes(large):
-        r, f = _shape(s, device, repeats, peaks)
+    for i, s in enumerate(shapes(large)):
+        if in_process:
+            r, f = _shape(s, device, repeats, peaks)
+        else:
+            r, f = _isolated(s, i, large, device, repeats, peaks)
         rows += r
         figures.update(f)
+    how = (
+        f"Same batch, alternating steps in one process, {repeats} rounds after 2 warm-up steps each"
+        if in_process
+        else f"Same batch; each measurement in a fresh process (2 warm-up + 3 timed steps), {repeats} alternating "
+        "rounds per framework and precision"
+    )
     body = (
-        f"Same batch, alternating steps, {repeats} rounds after 2 warm-up steps each. Speed-up = HF step time / "
+        f"{how}. Speed-up = HF step time / "
         "embtie step time, fastest step of each; tokens/s from the fastest step. Matmul peak measured in the same run: "
         f"fp32 {fmt(peaks['fp32'] / 1e9, 1)} GFLOP/s, bf16 {fmt(peaks['bf16'] / 1e9, 1)} GFLOP/s.\n\n"
         + md_table(
@@ -180,9 +292,19 @@ def run(large: bool = False, device_name: str = "auto", repeats: int = 5) -> Sec
 
 
 def main() -> None:
-    p = section_parser(__doc__, "GPT-2 small (12 x 768, V=50257, T=512) instead", 5)
+    p = section_parser(__doc__, "GPT-2 small (12 x 768, V=50257, T=512) instead", 3)
+    p.add_argument("--in-process", action="store_true", help="alternate steps in this one process instead")
+    p.add_argument("--child", choices=("embtie", "hf"), help=argparse.SUPPRESS)
+    p.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)
+    p.add_argument("--steps", type=int, default=3, help=argparse.SUPPRESS)
+    p.add_argument("--shape", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args()
-    print(run(args.large, args.device, args.repeats).body)
+    if args.child:
+        args.who = args.child
+        _child(args)
+        return
+    print(run(args.large, args.device, args.repeats, args.in_process).body)
 
 
 if __name__ == "__main__":
