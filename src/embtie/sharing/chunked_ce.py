@@ -434,30 +434,30 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                     full.index_copy_(0, ctx.idx, dx)
                     dx = full
             dw = ds = None
+            # dwe is the gradient of the *sum* of token losses; the factor g is folded into the one
+            # in-place pass that scales it anyway (a V x d pass fewer)
             if dwe is not None and cfg.norm_power is not None:
                 n, npart, m = ctx.norm
-                dwe.mul_(g)
                 w32 = weight.float()
                 # g_v = <dL/dW_eff[v], W_v> = dL/dm_v (before dwe is scaled in place)
-                gm = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1)
+                gm = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1).mul_(g)
                 if needs[3]:
                     ds = gm * npart.float()
                     ds = (ds if scale.dim() == 1 else ds.sum()).to(scale.dtype)
                 if needs[1]:
                     n32, m32 = n.float(), m.float()
                     k = (gm * m32 * cfg.norm_power / (n32 * n32)).masked_fill_(ctx.norm_dead, 0.0)
-                    dw = dwe.mul_(m32.unsqueeze(1)).addcmul_(w32, k.unsqueeze(1))
+                    dw = dwe.mul_((m32 * g).unsqueeze(1)).addcmul_(w32, k.unsqueeze(1))
             elif dwe is not None:
-                dwe.mul_(g)
                 if needs[3]:  # before dwe is scaled in place
                     w32 = weight.float()
                     if scale.dim() == 1:
                         ds = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1)
                     else:
                         ds = torch.dot(dwe.reshape(-1), w32.reshape(-1))
-                    ds = ds.to(scale.dtype)
+                    ds = (ds * g).to(scale.dtype)
                 if needs[1]:
-                    dw = dwe if scale is None else dwe.mul_(scale.unsqueeze(1) if scale.dim() == 1 else scale)
+                    dw = dwe.mul_(g if scale is None else (scale.unsqueeze(1) if scale.dim() == 1 else scale) * g)
             db = None if db is None else db.mul_(g)
             dc = None
             if coef is not None and db is not None:
