@@ -47,7 +47,8 @@ each (other jobs on this shared machine can only add time); CPU-time ratios are 
 wall-clock ones. Memory is measured in separate fresh processes (peak resident set size). Each
 section states when, where and with which command it was produced.
 
-Caveats seen on this machine (2 cores shared with several other jobs, load average 7-10):
+Caveats seen on this machine (2 cores, often shared with other jobs; each section gives the load
+average at its start):
 - Fresh multi-MiB tensors are page-faulted in on first touch (glibc mmap-s large blocks), which costs
   as much as the arithmetic for memory-bound ops, and timings depend on what the process ran before:
   HF GPT-2's step took 0.93 s in a fresh process but 0.72 s after the strategy-overhead section in the
