@@ -117,6 +117,28 @@ def test_bf16_autocast_matches_plain_to_bf16_rounding(options):
     _assert_equal(fp32, got, rtol=3e-2)
 
 
+@pytest.mark.parametrize("name", sharing.names())
+def test_sync_free_masked_path_equals_plain(name, monkeypatch):
+    """The CUDA path (ignored tokens masked in place, kept count left on the device: no host sync),
+    forced on the CPU: same loss and gradients as plain, with and without label smoothing, soft-cap,
+    bias and a learned scale; every token ignored gives nan like the plain loss."""
+    from embtie.sharing import chunked_ce
+
+    monkeypatch.setattr(chunked_ce, "SYNC_FREE", True)
+    for options in ({}, {"bias": True, "logit_scale": "learned", "softcap": 4.0}):
+        s = _strategy(name, **options)
+        h, t = _inputs(True)
+        for ls in (0.0, 0.1):
+            ref = _run(s, h, t, label_smoothing=ls, impl="plain")
+            for impl in ("chunked", "recompute"):
+                _assert_equal(ref, _run(s, h, t, label_smoothing=ls, impl=impl, chunk_size=5))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref = _run(s, h, t, label_smoothing=0.1, impl="plain")
+        _assert_equal(ref, _run(s, h, t, label_smoothing=0.1, impl="chunked", chunk_size=5), rtol=3e-2)
+    t_all = torch.full_like(t, -100)
+    assert torch.isnan(s.loss(h, t_all, impl="chunked")) and torch.isnan(s.loss(h, t_all, impl="plain"))
+
+
 def _largest_saved(fn) -> int:
     """numel of the largest tensor autograd saves for backward while running fn()."""
     sizes = [0]

@@ -150,15 +150,23 @@ def _chunk_logprobs(
     return torch.log_softmax(torch.mul(t, cfg.cap, out=ws.zc[:r]), dim=1, out=lp), t
 
 
-def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config) -> Tensor:
-    """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (a 0-d float32 tensor)."""
-    part = lp.gather(1, tc.unsqueeze(1)).sum() * -(1.0 - cfg.eps)
+def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config, mc: Tensor | None = None) -> Tensor:
+    """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (a 0-d float32 tensor);
+    ``mc`` (c,) float 0/1: only the tokens it keeps (the masked, sync-free path)."""
+    if mc is None:
+        part = lp.gather(1, tc.unsqueeze(1)).sum() * -(1.0 - cfg.eps)
+        if cfg.eps:
+            part = part - lp.sum() * (cfg.eps / lp.shape[1])
+        return part
+    part = torch.dot(lp.gather(1, tc.unsqueeze(1)).squeeze(1), mc) * -(1.0 - cfg.eps)
     if cfg.eps:
-        part = part - lp.sum() * (cfg.eps / lp.shape[1])
+        part = part - torch.dot(lp.sum(dim=1), mc) * (cfg.eps / lp.shape[1])
     return part
 
 
-def _chunk_grad(lp: Tensor, t: Tensor | None, tc: Tensor, cfg: _Config, ws: _Workspace) -> Tensor:
+def _chunk_grad(
+    lp: Tensor, t: Tensor | None, tc: Tensor, cfg: _Config, ws: _Workspace, mc: Tensor | None = None
+) -> Tensor:
     """Log-probabilities (c, V) (overwritten) -> d(sum of token losses)/du (c, V) in the compute dtype.
 
     Without a soft-cap the uniform -eps/V term is left out here (``_smoothing_correction`` adds it
@@ -172,6 +180,8 @@ def _chunk_grad(lp: Tensor, t: Tensor | None, tc: Tensor, cfg: _Config, ws: _Wor
         if cfg.eps:
             dz.sub_(cfg.eps / dz.shape[1])
         dz.mul_(t.square_().neg_().add_(1.0))
+    if mc is not None:  # ignored tokens: no gradient
+        dz.mul_(mc.unsqueeze(1))
     if ws.u is not None:
         return ws.u[: dz.shape[0]].copy_(dz)
     return dz
@@ -227,10 +237,18 @@ def _contract(
 
 
 def _smoothing_correction(
-    xk: Tensor, w: Tensor | None, dx: Tensor | None, dw: Tensor | None, db: Tensor | None, n: int, cfg: _Config
+    xk: Tensor,
+    w: Tensor | None,
+    dx: Tensor | None,
+    dw: Tensor | None,
+    db: Tensor | None,
+    n: int | Tensor,
+    cfg: _Config,
+    mask: Tensor | None = None,
 ) -> None:
-    """Add the gradient of the uniform -eps/V term of every token's dloss/dz (no soft-cap) in place."""
-    if not cfg.eps or cfg.cap is not None or n == 0:
+    """Add the gradient of the uniform -eps/V term of every token's dloss/dz (no soft-cap) in place.
+    ``mask`` (N,) float 0/1 and n the kept count (a tensor) on the masked path."""
+    if not cfg.eps or cfg.cap is not None or (mask is None and n == 0):
         return
     v = cfg.structured.vocab_size if cfg.structured is not None else w.shape[0]
     c = cfg.eps / v
@@ -240,8 +258,10 @@ def _smoothing_correction(
         else:
             col = w.float().sum(dim=0)
         dx.sub_((c * col).to(dx.dtype))
+        if mask is not None:
+            dx.mul_(mask.unsqueeze(1))
     if dw is not None:
-        dw.sub_(c * xk.float().sum(dim=0))
+        dw.sub_(c * (xk.float().sum(dim=0) if mask is None else mask @ xk.float()))
     if db is not None:
         db.sub_(c * n)
 
@@ -264,8 +284,12 @@ def _grad_pass(
     cfg: _Config,
     loss_too: bool,
     aug: tuple[Tensor, Tensor] | None = None,
+    mask: tuple[Tensor, Tensor] | None = None,
 ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
     """One pass over the chunks: (sum of token losses or 0, d/dx (n, d_t), d/dW (V, d_t), d/db (V,)).
+
+    ``mask``: (keep (n,) float 0/1, kept count 0-d): the sync-free path, where ignored tokens stay in
+    place (their targets replaced by 0) and are zeroed out instead of being removed beforehand.
 
     Gradients are of the *sum* of token losses, in float32 (the caller scales them). ``aug``:
     ([x, 1] (n, d_t + 1), [W, b] (V, d_t + 1)) whose product gives the logits with the bias in
@@ -286,13 +310,17 @@ def _grad_pass(
             lp, t = _chunk_logprobs(xc, w, b, cfg, ws)
         else:
             lp, t = _chunk_logprobs(aug[0][sl], aug[1], None, cfg, ws)
+        mc = None if mask is None else mask[0][sl]
         if loss_too:
-            total += _chunk_loss(lp, tc, cfg)
+            total += _chunk_loss(lp, tc, cfg, mc)
         if want:
-            dzc = _chunk_grad(lp, t, tc, cfg, ws)
+            dzc = _chunk_grad(lp, t, tc, cfg, ws, mc)
             _contract(dzc, xc, w, None if dx is None else dx[sl], dw, db, cfg, ws, start == 0)
     if want:
-        _smoothing_correction(xk, w, dx, dw, db, n, cfg)
+        if mask is None:
+            _smoothing_correction(xk, w, dx, dw, db, n, cfg)
+        else:
+            _smoothing_correction(xk, w, dx, dw, db, mask[1], cfg, mask[0])
     return total, dx, dw, db
 
 
@@ -310,6 +338,15 @@ def _matrix_buffer(role: str, like: Tensor, dtype: torch.dtype, shape: tuple[int
             del _MATRIX_CACHE[k]
         buf = _MATRIX_CACHE[key] = torch.empty(shape, dtype=dtype, device=like.device)
     return buf
+
+
+SYNC_FREE: bool | None = None
+"""Masked, host-sync-free handling of ignored tokens: None = on CUDA only (on the CPU a sync is free
+and removing ignored tokens up front is cheaper); True/False force it (tests run it on the CPU)."""
+
+
+def _sync_free(cfg: _Config) -> bool:
+    return cfg.device_type == "cuda" if SYNC_FREE is None else SYNC_FREE
 
 
 def _folds_bias(x: Tensor, weight: Tensor | None, has_bias: bool, cfg: _Config) -> bool:
@@ -360,14 +397,22 @@ class ChunkedCrossEntropy(torch.autograd.Function):
     def forward(ctx, x, weight, bias, scale, coef, targets, cfg: _Config, needs: tuple[bool, ...]):  # type: ignore[override]
         with torch.autocast(cfg.device_type, enabled=False):
             keep = targets != cfg.ignore_index
-            n_kept = int(keep.sum())
-            if n_kept < targets.numel():
-                idx = keep.nonzero().squeeze(1)
-                xk, tk = x.index_select(0, idx), targets.index_select(0, idx)
-            else:
-                idx, xk, tk = None, x, targets
             v = cfg.structured.vocab_size if cfg.structured is not None else weight.shape[0]
-            _check_targets(tk, v, cfg.ignore_index)
+            mask = None
+            if _sync_free(cfg):
+                # no host sync: ignored tokens stay (target 0) and are masked; the kept count stays
+                # on the device. Out-of-range targets are not checked here (the device's gather asserts).
+                kf = keep.to(torch.float32)
+                n_kept = kf.sum()
+                idx, xk, tk, mask = None, x, torch.where(keep, targets, 0), (kf, n_kept)
+            else:
+                n_kept = int(keep.sum())
+                if n_kept < targets.numel():
+                    idx = keep.nonzero().squeeze(1)
+                    xk, tk = x.index_select(0, idx), targets.index_select(0, idx)
+                else:
+                    idx, xk, tk = None, x, targets
+                _check_targets(tk, v, cfg.ignore_index)
             xk = xk.to(cfg.compute_dtype)
             # grads w.r.t. x, W_eff, b (the whole bias: the c ||W_v||^2 term's gradients derive from it)
             inner = (needs[0], needs[1] or needs[3], needs[2] or (coef is not None and (needs[1] or needs[4])))
@@ -402,10 +447,14 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                 xa[:, d].fill_(1.0)
                 xk, aug = xa[:, :d], (xa, wa)
             total, dx, dw, db = _grad_pass(
-                xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True, aug=aug
+                xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True, aug=aug, mask=mask
             )
-            loss = total / n_kept if n_kept else total * float("nan")
+            if mask is not None:
+                loss = total / n_kept  # 0 / 0 = nan when every token is ignored, like the plain loss
+            else:
+                loss = total / n_kept if n_kept else total * float("nan")
         ctx.cfg, ctx.needs, ctx.inner, ctx.n_kept, ctx.idx = cfg, needs, inner, n_kept, idx
+        ctx.mask = mask
         ctx.x_shape, ctx.x_dtype = x.shape, x.dtype
         ctx.b_dtype = None if bias is None else bias.dtype
         if fused:
@@ -421,12 +470,15 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         with torch.autocast(cfg.device_type, enabled=False):
             if cfg.recompute:
                 weight, scale, coef, xk, w, b, tk = ctx.saved_tensors
-                _, dx, dwe, db = _grad_pass(xk, tk, w, b, ctx.inner, cfg, loss_too=False)
+                _, dx, dwe, db = _grad_pass(xk, tk, w, b, ctx.inner, cfg, loss_too=False, mask=ctx.mask)
             else:
                 weight, scale, coef = ctx.saved_tensors
                 dx, dwe, db = ctx.grads
                 del ctx.grads
-            g = grad_loss.float() / ctx.n_kept if ctx.n_kept else grad_loss.float() * float("nan")
+            if ctx.mask is not None:
+                g = grad_loss.float() / ctx.n_kept
+            else:
+                g = grad_loss.float() / ctx.n_kept if ctx.n_kept else grad_loss.float() * float("nan")
             if dx is not None:
                 dx = dx.mul_(g).to(ctx.x_dtype)
                 if ctx.idx is not None:
