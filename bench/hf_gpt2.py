@@ -105,55 +105,18 @@ def flops_per_token(s: Shape) -> float:
 
 
 def _shape(s: Shape, device: torch.device, repeats: int, peaks: dict[str, float]) -> tuple[list[list], dict]:
+    """The comparison alternating steps of the two models in this one process (``--in-process``)."""
     rows, figures = [], {}
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=g).to(device)
-    targets = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -100)], 1)
-    emb, strat = build_embtie(s, device)
-    hf = build_hf(s, device)
-    assert n_params(emb) == n_params(hf), (n_params(emb), n_params(hf))
-    opt_e = torch.optim.AdamW(emb.parameters(), lr=1e-4, fused=True)
-    opt_h = torch.optim.AdamW(hf.parameters(), lr=1e-4, fused=True)
     for precision in ("fp32", "bf16"):
         print(f"[hf-gpt2] {s.label} {precision}", flush=True)
         bf16 = precision == "bf16"
-
-        def step_embtie(bf16=bf16):
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss = strat.loss(emb(ids), targets)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(emb.parameters(), 1.0)
-            opt_e.step()
-            opt_e.zero_grad(set_to_none=True)
-
-        def step_hf(bf16=bf16):
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss = hf(input_ids=ids, labels=ids).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
-            opt_h.step()
-            opt_h.zero_grad(set_to_none=True)
-
+        emb, step_embtie = _steps("embtie", s, device, bf16)
+        hf, step_hf = _steps("hf", s, device, bf16)
+        assert n_params(emb) == n_params(hf), (n_params(emb), n_params(hf))
         tim = interleaved({"embtie": step_embtie, "hf": step_hf}, repeats=repeats, warmup=2, device=device)
-        tokens = s.batch * s.seq
-        speedup = tim.ratio("hf", "embtie")
-        fpt = flops_per_token(s)
-        for who in ("embtie", "hf"):
-            tps = tokens / tim.best(who)
-            rows.append(
-                [
-                    s.label,
-                    precision,
-                    who,
-                    fmt(tim.best(who), 3),
-                    fmt(tps, 0),
-                    fmt(tps * fpt / 1e9, 1),
-                    f"{100 * tps * fpt / peaks[precision]:.0f}%",
-                    fmt(speedup, 2) if who == "embtie" else "",
-                    fmt(tim.ratio("hf", "embtie", cpu=True), 2) if who == "embtie" else "",
-                ]
-            )
-        figures[f"speedup_vs_hf[{s.label}][{precision}]"] = speedup
+        best = {who: {"wall": tim.best(who), "cpu": tim.best(who, cpu=True)} for who in ("embtie", "hf")}
+        rows += _rows(s, precision, best, peaks)
+        figures[f"speedup_vs_hf[{s.label}][{precision}]"] = tim.ratio("hf", "embtie")
     return rows, figures
 
 

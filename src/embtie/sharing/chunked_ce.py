@@ -150,17 +150,17 @@ def _chunk_logprobs(
     return torch.log_softmax(torch.mul(t, cfg.cap, out=ws.zc[:r]), dim=1, out=lp), t
 
 
+def _kept_sum(v: Tensor, mc: Tensor | None) -> Tensor:
+    """Sum of the per-token values v (c,), over the tokens the 0/1 mask ``mc`` keeps (all if None)."""
+    return v.sum() if mc is None else v @ mc
+
+
 def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config, mc: Tensor | None = None) -> Tensor:
     """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (a 0-d float32 tensor);
     ``mc`` (c,) float 0/1: only the tokens it keeps (the masked, sync-free path)."""
-    if mc is None:
-        part = lp.gather(1, tc.unsqueeze(1)).sum() * -(1.0 - cfg.eps)
-        if cfg.eps:
-            part = part - lp.sum() * (cfg.eps / lp.shape[1])
-        return part
-    part = torch.dot(lp.gather(1, tc.unsqueeze(1)).squeeze(1), mc) * -(1.0 - cfg.eps)
+    part = _kept_sum(lp.gather(1, tc.unsqueeze(1)).squeeze(1), mc) * -(1.0 - cfg.eps)
     if cfg.eps:
-        part = part - torch.dot(lp.sum(dim=1), mc) * (cfg.eps / lp.shape[1])
+        part = part - _kept_sum(lp.sum(dim=1), mc) * (cfg.eps / lp.shape[1])
     return part
 
 
@@ -317,10 +317,8 @@ def _grad_pass(
             dzc = _chunk_grad(lp, t, tc, cfg, ws, mc)
             _contract(dzc, xc, w, None if dx is None else dx[sl], dw, db, cfg, ws, start == 0)
     if want:
-        if mask is None:
-            _smoothing_correction(xk, w, dx, dw, db, n, cfg)
-        else:
-            _smoothing_correction(xk, w, dx, dw, db, mask[1], cfg, mask[0])
+        keep, count = (None, n) if mask is None else mask
+        _smoothing_correction(xk, w, dx, dw, db, count, cfg, keep)
     return total, dx, dw, db
 
 
@@ -449,10 +447,7 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             total, dx, dw, db = _grad_pass(
                 xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True, aug=aug, mask=mask
             )
-            if mask is not None:
-                loss = total / n_kept  # 0 / 0 = nan when every token is ignored, like the plain loss
-            else:
-                loss = total / n_kept if n_kept else total * float("nan")
+            loss = total / n_kept  # 0 / 0 = nan when every token is ignored, like the plain loss
         ctx.cfg, ctx.needs, ctx.inner, ctx.n_kept, ctx.idx = cfg, needs, inner, n_kept, idx
         ctx.mask = mask
         ctx.x_shape, ctx.x_dtype = x.shape, x.dtype
@@ -475,10 +470,7 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                 weight, scale, coef = ctx.saved_tensors
                 dx, dwe, db = ctx.grads
                 del ctx.grads
-            if ctx.mask is not None:
-                g = grad_loss.float() / ctx.n_kept
-            else:
-                g = grad_loss.float() / ctx.n_kept if ctx.n_kept else grad_loss.float() * float("nan")
+            g = grad_loss.float() / ctx.n_kept  # inf (so nan gradients) when every token is ignored
             if dx is not None:
                 dx = dx.mul_(g).to(ctx.x_dtype)
                 if ctx.idx is not None:
