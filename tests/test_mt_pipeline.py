@@ -10,8 +10,9 @@ from safetensors.torch import save_model
 from embtie import checkpoint, sharing
 from embtie.cli import main
 from embtie.config import config_from_dict
-from embtie.decode import average_checkpoints, load_for_decoding
+from embtie.decode import average_checkpoints
 from embtie.models.transformer_mt import TransformerMT, TransformerMTConfig
+from embtie.runs import load_for_decoding
 from embtie.train import train
 
 

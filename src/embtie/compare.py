@@ -133,7 +133,8 @@ def _finished(d: Path) -> bool:
 
 def execute(spec: CompareSpec, progress: bool = True) -> list[PlannedRun]:
     """Train and analyse every planned run that is not finished yet; returns the plan."""
-    from embtie.train import load_run, train
+    from embtie.runs import load_run
+    from embtie.train import train
 
     runs = plan(spec)
     # seed-major order: every strategy gets its first seed before any gets a second, so that an

@@ -15,14 +15,18 @@ applies the overrides (dotted keys; values parsed as YAML scalars), and validate
 unknown key or a wrong type is a one-line ``ConfigError`` that names the valid keys or values.
 
 New tasks and models add their own dataclasses through the registries in ``embtie.tasks`` and
-``embtie.models``; nothing here needs to change.
+``embtie.models``; nothing here needs to change. A task registers its ``data`` dataclass here
+(``register_task_section``, called by ``embtie.tasks.registry.register``), so this module imports no
+task: the built-in tasks are loaded as plugins the first time a config names a task not yet registered.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -151,7 +155,7 @@ class RunConfig:
     task: str = "lm"
     seed: int = 0
     data: Any = None
-    """the task's data dataclass (``embtie.tasks.data_config_class(task)``)."""
+    """the task's data dataclass (registered with ``register_task_section``)."""
     model: Any = None
     """the model's dataclass (``embtie.models.config_class(name)``), with a ``name`` field."""
     sharing: SharingConfig = field(default_factory=SharingConfig)
@@ -253,15 +257,46 @@ def load_config(spec: str | Path, overrides: list[str] | None = None) -> RunConf
 _TOP_KEYS = ("task", "seed", "data", "model", "sharing", "train")
 
 
+@dataclass(frozen=True)
+class TaskSection:
+    """What the config needs to know of a task: the dataclass of its ``data`` section and its
+    cross-section check (e.g. sequence length vs the model's positions; raises ConfigError)."""
+
+    data_config: type
+    check: Callable[[RunConfig], None]
+
+
+_TASK_SECTIONS: dict[str, TaskSection] = {}
+TASK_PLUGINS = ("embtie.tasks",)
+"""modules imported (once) when a config names a task that is not registered yet: importing them
+registers the built-in tasks. A third-party task registers itself when its module is imported."""
+
+
+def register_task_section(name: str, data_config: type, check: Callable[[RunConfig], None]) -> None:
+    """Make ``task: name`` readable: its ``data`` section is parsed into ``data_config``."""
+    _TASK_SECTIONS[name] = TaskSection(data_config, check)
+
+
+def task_section(name: str) -> TaskSection:
+    """The registered section of task ``name``; a ConfigError listing the valid names otherwise."""
+    if name not in _TASK_SECTIONS:
+        for module in TASK_PLUGINS:
+            importlib.import_module(module)
+    try:
+        return _TASK_SECTIONS[name]
+    except KeyError:
+        raise ConfigError(f"unknown task {name!r}; choose one of: {', '.join(_TASK_SECTIONS)}") from None
+
+
 def config_from_dict(raw: dict[str, Any]) -> RunConfig:
     """Validate a nested dict and build the RunConfig (task and model sections by their registries)."""
-    from embtie import models, tasks
+    from embtie import models
 
     unknown = [k for k in raw if k not in _TOP_KEYS]
     if unknown:
         raise ConfigError(f"unknown key {unknown[0]!r}; valid keys: {', '.join(_TOP_KEYS)}")
     task = _convert(raw.get("task", "lm"), str, "task")
-    data_cls = tasks.data_config_class(task)
+    section = task_section(task)
     model_raw = raw.get("model") or {}
     if not isinstance(model_raw, dict) or "name" not in model_raw:
         raise ConfigError(f"model must be a mapping with a name; choose one of: {', '.join(models.names())}")
@@ -269,12 +304,12 @@ def config_from_dict(raw: dict[str, Any]) -> RunConfig:
     cfg = RunConfig(
         task=task,
         seed=_convert(raw.get("seed", 0), int, "seed"),
-        data=from_dict(data_cls, raw.get("data") or {}, "data", f" for task {task!r}"),
+        data=from_dict(section.data_config, raw.get("data") or {}, "data", f" for task {task!r}"),
         model=from_dict(model_cls, model_raw, "model", f" for model {model_raw['name']!r}"),
         sharing=from_dict(SharingConfig, raw.get("sharing") or {}, "sharing"),
         train=from_dict(TrainConfig, raw.get("train") or {}, "train"),
     )
-    tasks.get(task).check_config(cfg)
+    section.check(cfg)
     return cfg
 
 

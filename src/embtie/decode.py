@@ -286,27 +286,3 @@ def average_checkpoints(run_dir: str | Path, last: int) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return out
-
-
-def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
-    """A checkpoint folder of a run by name (``step-00001234``, ``avg-last5``, or a path); None: newest."""
-    if name is None:
-        return None
-    for cand in (Path(run_dir) / checkpoint.CKPT / name, Path(name)):
-        if (cand / "model.safetensors").is_file():
-            return cand
-    have = [p.name for p in (Path(run_dir) / checkpoint.CKPT).glob("*") if (p / "model.safetensors").is_file()]
-    raise ConfigError(f"no checkpoint {name!r} in {run_dir}; choose one of: {', '.join(sorted(have)) or 'none'}")
-
-
-def load_for_decoding(run_dir: str | Path, name: str | None = None, device: str = "cpu"):
-    """``embtie.train.load_run`` with the weights of checkpoint ``name`` (e.g. ``avg-last5``) when given."""
-    from embtie.train import load_run
-
-    run = load_run(run_dir, device=device)
-    path = checkpoint_path(run_dir, name)
-    if path is not None:
-        checkpoint.load_weights(run.model, path)
-        run.model.to(device).eval()
-        run.checkpoint = path
-    return run

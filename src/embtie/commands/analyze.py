@@ -56,7 +56,7 @@ def plot_run(diag: dict, arrays: dict, out: Path, command: str) -> list[tuple[Pa
 def run(args: argparse.Namespace) -> int:
     from embtie.analysis import run_diagnostics
     from embtie.errors import ConfigError
-    from embtie.train import load_run
+    from embtie.runs import load_run
 
     if args.batches < 1:
         raise ConfigError(f"--batches {args.batches} must be >= 1")

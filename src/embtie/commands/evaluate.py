@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.data.files import user_file
-    from embtie.decode import load_for_decoding
+    from embtie.runs import load_for_decoding
 
     split = args.split or ("test" if args.test_file or args.src_file else "valid")
     path = str(user_file(args.test_file, "--test-file")) if args.test_file else None

@@ -19,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.data.files import read_lines, user_file
-    from embtie.decode import load_for_decoding
     from embtie.errors import ConfigError
+    from embtie.runs import load_for_decoding
 
     run_ = load_for_decoding(args.run_dir, args.checkpoint, args.device)
     if not hasattr(run_.task, "translate"):

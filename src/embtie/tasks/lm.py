@@ -24,8 +24,8 @@ from embtie.data.lm import Vocab, load_tokens
 from embtie.errors import ConfigError, DataError
 from embtie.metrics import LossMeter
 from embtie.runtime import autocast
-from embtie.tasks import register
 from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.registry import register
 
 
 @dataclass

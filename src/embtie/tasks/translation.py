@@ -37,8 +37,8 @@ from embtie.metrics import LossMeter
 from embtie.models import rnn_mt, transformer_mt  # noqa: F401  (registers "transformer" and "rnn")
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.runtime import autocast
-from embtie.tasks import register
 from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.registry import register
 
 
 @dataclass

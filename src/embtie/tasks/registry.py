@@ -1,0 +1,38 @@
+"""Tasks by name (``task:`` in a config).
+
+``@register`` makes a ``Task`` subclass available by its ``name`` and tells ``embtie.config`` which
+dataclass reads that task's ``data`` section (and which cross-section check to run), so the config
+module never imports a task.
+"""
+
+from __future__ import annotations
+
+from embtie import config
+from embtie.errors import ConfigError
+from embtie.tasks.base import Task
+
+_TASKS: dict[str, type[Task]] = {}
+
+
+def register(cls: type[Task]) -> type[Task]:
+    """Class decorator: make a task available by its ``name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__qualname__} has no name")
+    _TASKS[cls.name] = cls
+    config.register_task_section(cls.name, cls.data_config, cls.check_config)
+    return cls
+
+
+def names() -> list[str]:
+    return list(_TASKS)
+
+
+def get(name: str) -> type[Task]:
+    try:
+        return _TASKS[name]
+    except KeyError:
+        raise ConfigError(f"unknown task {name!r}; choose one of: {', '.join(_TASKS)}") from None
+
+
+def data_config_class(name: str) -> type:
+    return get(name).data_config

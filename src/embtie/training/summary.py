@@ -1,0 +1,55 @@
+"""The summary of a finished run (RUN_DIR/summary.json) and the parameter counts it reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from embtie import runtime
+from embtie.config import RunConfig
+from embtie.training.state import TrainState
+
+
+def param_counts(model: nn.Module) -> dict[str, int]:
+    """Learned elements of the whole model (shared tensors once) and fixed elements of its strategy."""
+    learned = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    strategy = getattr(model, "sharing", None)
+    counts = strategy.parameter_counts() if strategy is not None else {"learned": 0, "fixed": 0}
+    return {"params_learned": learned, "params_fixed": counts["fixed"], "params_sharing_learned": counts["learned"]}
+
+
+def summary_record(
+    cfg: RunConfig,
+    state: TrainState,
+    counts: dict[str, int],
+    total: int,
+    steps_per_epoch: int,
+    elapsed: float,
+    rt: runtime.Runtime,
+) -> dict[str, Any]:
+    """The summary of a run whose final validation is ``state.last_eval``."""
+    last = state.last_eval
+    assert last is not None
+    tokens_per_s = state.tokens_seen / state.train_time if state.train_time > 0 else None
+    return {
+        "task": cfg.task,
+        "model": cfg.model.name,
+        "strategy": cfg.sharing.name,
+        "valid_loss": last["loss"],
+        "valid_ppl": last["ppl"],
+        "best_valid_ppl": state.best_valid_ppl,
+        "best_valid_step": state.best_valid_step,
+        "step0_loss": state.step0_loss,
+        "train_loss": state.last_train_loss,
+        **counts,
+        "tokens_per_s": tokens_per_s,
+        "tokens_seen": state.tokens_seen,
+        "steps": total,
+        "epochs": total / steps_per_epoch,
+        "train_time_s": state.train_time,
+        "elapsed_s": elapsed,
+        "world_size": rt.world_size,
+        "device": str(rt.device),
+        "finished": True,
+    }

@@ -1,0 +1,191 @@
+"""``Trainer``: the training recipe of one run directory, read top to bottom.
+
+``setup()`` builds the task, model and optimizer and restores the newest checkpoint (or seeds a fresh
+run); ``fit()`` repeats ``train_step()`` (one optimizer step) and ``after_step()`` (log record,
+validation, checkpoint) until the last step; ``finish()`` makes sure the final validation exists and
+writes the summary. Where new training features go:
+
+- gradient accumulation: ``train_step`` (several micro-batches before the optimizer step);
+- a schedule that reads validation metrics (plateau) and early stopping: ``on_validation``, which sees
+  every validation result; its decision must be shared with every process and kept in ``TrainState``
+  so that a resume continues it;
+- when to validate or checkpoint: ``after_step``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from embtie import checkpoint, runtime, tasks
+from embtie.config import RunConfig
+from embtie.optim import build_optimizer, lr_factor, set_lr, total_steps
+from embtie.progress import MetricsLog
+from embtie.training import checkpointing
+from embtie.training.clock import Clock
+from embtie.training.objective import Objective
+from embtie.training.state import TrainState
+from embtie.training.summary import param_counts, summary_record
+from embtie.training.train_log import TrainLog
+
+
+class Trainer:
+    """Trains ``cfg`` into the run directory ``out`` on the processes of ``rt`` (rank 0 writes files)."""
+
+    def __init__(self, cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
+        self.cfg, self.out, self.rt, self.tc = cfg, out, rt, cfg.train
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        """Task, model, optimizer, schedule length; the newest checkpoint restored, or a fresh start."""
+        cfg, rt = self.cfg, self.rt
+        torch.manual_seed(cfg.seed)
+        self.task = tasks.get(cfg.task)(cfg)
+        if rt.is_main:
+            self.task.save(self.out)
+        self.model = self.task.build_model().to(rt.device)
+        self.optimizer = build_optimizer(self.model, self.tc)
+        self.steps_per_epoch = self.task.steps_per_epoch(rt.world_size)
+        self.total = total_steps(self.tc, self.steps_per_epoch)
+        metrics = MetricsLog(self.out, enabled=rt.is_main)
+        restored = checkpointing.restore(self.out, self.model, self.optimizer, self.task, rt)
+        if restored is None:
+            self.state, self.carry = TrainState(), None
+            metrics.truncate(0)
+            torch.manual_seed(cfg.seed * 7919 + 1 + rt.rank)  # dropout streams differ between processes
+        else:
+            self.state, self.carry = restored
+            metrics.truncate(self.state.metrics_offset)
+        self.objective = self._wrap(Objective(self.model, self.task))
+        self.counts = param_counts(self.model)
+        self.clock = Clock(self.state.elapsed, rt.device)
+        bar = tqdm(total=self.total, initial=self.state.step, disable=not (rt.is_main and self.tc.progress),
+                   desc=f"{cfg.sharing.name}", dynamic_ncols=True, leave=True)  # fmt: skip
+        self.log = TrainLog(metrics, self.state, rt, bar)
+
+    def _wrap(self, objective: nn.Module) -> nn.Module:
+        """DDP across processes and torch.compile, as the config asks."""
+        if self.rt.distributed:
+            dev = self.rt.device
+            objective = DistributedDataParallel(objective, device_ids=[dev.index] if dev.type == "cuda" else None)
+        if self.tc.compile:
+            objective = torch.compile(objective)
+        return objective
+
+    # ------------------------------------------------------------------ the loop
+    def fit(self) -> None:
+        """Train from the current step to the last one."""
+        self.model.train()
+        while self.state.step < self.total:
+            lr = self.train_step()
+            self.after_step(lr)
+        self.log.bar.close()
+
+    def train_step(self) -> float:
+        """One optimizer step on the next training batch of this process; returns its learning rate."""
+        st, tc, rt = self.state, self.tc, self.rt
+        epoch, index = divmod(st.step, self.steps_per_epoch)
+        if index == 0:
+            self.carry = self.task.init_carry(self.model, rt.rank, rt.world_size, rt.device)
+        batch = self.task.train_batch(epoch, index, rt.rank, rt.world_size, rt.device)
+        lr = tc.lr * lr_factor(st.step, tc, self.total, self.steps_per_epoch)
+        set_lr(self.optimizer, lr)
+        with runtime.autocast(rt.device, tc.precision):
+            obj, ce, ntok, self.carry = self.objective(batch, self.carry)
+        obj.backward()
+        if tc.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.log.add(ce, ntok)
+        if st.step == 0:
+            st.step0_loss = self.log.first_step(ce, ntok, lr, self.clock.elapsed())
+        st.step += 1
+        self.log.bar.update(1)
+        st.tokens_seen += ntok * rt.world_size
+        return lr
+
+    def after_step(self, lr: float) -> None:
+        """The train record every ``log_every`` steps; validation and checkpoints when they are due
+        (neither counts as training time)."""
+        st, tc, spe = self.state, self.tc, self.steps_per_epoch
+        step, last = st.step, st.step == self.total
+        if step % tc.log_every == 0 or last:
+            self._book_training_time()
+            st.last_train_loss = self.log.flush(step, spe, lr, self.clock.elapsed())
+        epoch_end = step % spe == 0
+        periodic = (tc.eval_every and step % tc.eval_every == 0) or (not tc.eval_every and epoch_end)
+        ckpt_due = last or (tc.checkpoint_every and step % tc.checkpoint_every == 0) or (
+            not tc.checkpoint_every and epoch_end
+        )
+        if not (last or periodic or ckpt_due):
+            return
+        self._book_training_time()
+        if last:
+            self.validate(None)
+        elif periodic:
+            res = self.validate(tc.eval_batches)
+            if res is not None:
+                self.log.bar.write(f"step {step}: valid ppl {res['ppl']:.2f}")
+        if ckpt_due:
+            self.save_checkpoint()
+        self.clock.restart()
+
+    def _book_training_time(self) -> None:
+        trained = self.clock.pause()
+        self.state.train_time += trained
+        self.log.time += trained
+
+    # ------------------------------------------------------------------ validation
+    def validate(self, max_batches: int | None) -> dict[str, Any] | None:
+        """Validate at the current step on rank 0 (``max_batches`` None: the whole split) while the
+        other processes wait; returns rank 0's result (None elsewhere)."""
+        res = None
+        if self.rt.is_main:
+            out = self.task.evaluate(self.model, "valid", max_batches=max_batches)
+            res = {"step": self.state.step, "full": max_batches is None, "loss": out["loss"], "ppl": out["ppl"],
+                   "tokens": out["tokens"]}  # fmt: skip
+            self.log.valid(self.state.step, res, self.clock.elapsed())
+            self.on_validation(res)
+        runtime.barrier(self.rt)
+        return res
+
+    def on_validation(self, res: dict[str, Any]) -> None:
+        """React to a validation result (rank 0): keep the best and the newest."""
+        st = self.state
+        if st.best_valid_ppl is None or res["ppl"] < st.best_valid_ppl:
+            st.best_valid_ppl, st.best_valid_step = res["ppl"], res["step"]
+        st.last_eval = res
+
+    # ------------------------------------------------------------------ checkpoints and the end
+    def save_checkpoint(self) -> None:
+        """Checkpoint the current step (atomically; the newest ``keep_checkpoints`` stay)."""
+        self.state.elapsed = self.clock.elapsed()
+        self.log.save_into(self.state)
+        extra = {"world_size": self.rt.world_size, "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total}
+        checkpointing.save(self.out, self.model, self.optimizer, self.state, self.task, self.carry, self.rt,
+                           keep=self.tc.keep_checkpoints, extra=extra)  # fmt: skip
+
+    def finish(self) -> dict[str, Any]:
+        """Validate on the whole split if the last step has no such validation yet (a run resumed after
+        its final checkpoint), write summary.json and return the summary (every process)."""
+        last = self.state.last_eval
+        missing = self.rt.is_main and (last is None or last["step"] != self.total or not last["full"])
+        if runtime.all_reduce_sum([float(missing)], self.rt)[0] > 0:  # every rank takes the same branch
+            self.validate(None)
+        summary: dict[str, Any] = {}
+        if self.rt.is_main:
+            summary = summary_record(self.cfg, self.state, self.counts, self.total, self.steps_per_epoch,
+                                     self.clock.elapsed(), self.rt)  # fmt: skip
+            checkpoint.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
+        self.log.metrics.close()
+        runtime.barrier(self.rt)
+        if not self.rt.is_main:
+            summary = json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
+        return summary
