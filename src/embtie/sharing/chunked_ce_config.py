@@ -1,0 +1,45 @@
+"""Settings of one chunked cross-entropy call (``_Config``) and the default chunk size per device.
+
+Part of the memory-lean loss (``embtie.sharing.chunked_ce``, whose docstring gives the formulas);
+imported by every other ``chunked_ce_*`` module and importing none of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from embtie.sharing.head import StructuredWeight
+
+CHUNK_ELEMENTS = 1 << 24
+"""Default chunk budget in logits on the CPU: chunk = max(16, CHUNK_ELEMENTS // V) tokens (64 MiB of
+float32 logits; measured in bench/: smaller chunks stay in cache, larger ones gain nothing)."""
+
+CUDA_CHUNK_ELEMENTS = 1 << 25
+CUDA_MIN_CHUNK = 1024
+"""On CUDA a chunk costs a fixed number of kernel launches, so chunks are larger: max(CUDA_MIN_CHUNK,
+CUDA_CHUNK_ELEMENTS // V) tokens. Measured on an H100 (`python -m bench.chunk_sweep --device cuda`,
+8192 tokens, d=512): 256-token chunks cost 1.15x plain (fp32) and 1.50x (bf16), 1024-token chunks
+1.01x / 1.05x, at V = 32768; 1024 tokens at V = 131072: 1.02x."""
+
+
+@dataclass(frozen=True)
+class _Config:
+    ignore_index: int
+    eps: float
+    cap: float | None
+    chunk: int
+    recompute: bool
+    compute_dtype: torch.dtype
+    device_type: str
+    structured: StructuredWeight | None
+    norm_power: float | None = None
+    sync_free: bool | None = None  # embtie.sharing.chunked_ce.SYNC_FREE when the call began
+
+
+def default_chunk(vocab_size: int, device_type: str = "cpu") -> int:
+    """Tokens per chunk for a vocabulary of ``vocab_size`` on a device of type ``device_type``."""
+    if device_type == "cuda":
+        return max(CUDA_MIN_CHUNK, CUDA_CHUNK_ELEMENTS // vocab_size)
+    return max(16, CHUNK_ELEMENTS // vocab_size)

@@ -1,0 +1,136 @@
+"""The house rules that keep the code readable: no import cycle among embtie's modules, and no long
+functions in the training loop, the comparison report and the memory-lean loss."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in (SRC / "embtie").rglob("*.py"):
+        parts = list(p.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = p
+    return mods
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:`` (imports there never run)."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return skip
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> embtie modules it imports, at module level or inside functions (``from pkg import
+    submodule`` is an edge to the submodule; the implicit import of parent packages is not an edge)."""
+    mods = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        pkg = m if p.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            else:
+                continue
+            for t in targets:
+                r = resolve(t) if t.startswith("embtie") else None
+                if r is not None and r != m:
+                    graph[m].add(r)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (as a path that returns to its start), or None."""
+    color: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        color[n] = 1
+        stack.append(n)
+        for nxt in sorted(graph[n]):
+            if color.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in color and (found := visit(nxt)):
+                return found
+        stack.pop()
+        color[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in color and (found := visit(n)):
+            return found
+    return None
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_import_graph_sees_known_edges():
+    g = import_graph()
+    assert "embtie.tasks.registry" in g["embtie.tasks.lm"]
+    assert "embtie.runs" in g["embtie.train"]
+    assert "embtie.config" not in g["embtie.tasks.base"]  # only under TYPE_CHECKING
+
+
+def test_no_import_cycle_among_embtie_modules():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_config_does_not_import_tasks():
+    g = import_graph()
+    assert not any(t.startswith("embtie.tasks") for t in g["embtie.config"])
+
+
+LONG_FUNCTION_LINES = 80
+CHECKED = ["embtie/train.py", "embtie/training", "embtie/compare_report.py", "embtie/report_sections",
+           "embtie/sharing/chunked_ce*.py", "embtie/runs.py"]  # fmt: skip
+
+
+def _checked_files() -> list[Path]:
+    files: list[Path] = []
+    for pattern in CHECKED:
+        hits = sorted(SRC.glob(pattern))
+        for h in hits:
+            files.extend(sorted(h.rglob("*.py")) if h.is_dir() else [h])
+    return files
+
+
+@pytest.mark.parametrize("path", _checked_files(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_long_functions(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    long = [
+        f"{n.name} ({n.end_lineno - n.lineno + 1} lines)"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno + 1 > LONG_FUNCTION_LINES
+    ]
+    assert not long, f"{path.name}: functions over {LONG_FUNCTION_LINES} lines: {', '.join(long)}"
