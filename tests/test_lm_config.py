@@ -39,11 +39,11 @@ def test_lstm_preset_is_press_and_wolf_small():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["train.max_step=5"], r"unknown key 'train.max_step'; valid keys: .*max_steps"),
+        (["train.max_step=5"], r"unknown key 'train.max_step'; did you mean 'max_steps'\?; valid keys: .*max_steps"),
         (["train.lr=fast"], r"train.lr='fast' must be a number"),
         (["train.optimizer=adam"], r"train.optimizer='adam' must be one of: adamw, sgd"),
         (["model.n_heads=3"], r"model.dim=128 must be divisible by model.n_heads=3"),
-        (["model.name=lstm"], r"unknown key 'model.\w+' for model 'lstm'; valid keys: name, emb_dim"),
+        (["model.name=lstm"], r"unknown key 'model.\w+' for model 'lstm'(; did you .*)?; valid keys: name, emb_dim"),
         (["model.name=nope"], r"unknown model 'nope'; choose one of: gpt, lstm"),
         (["sharing.name=nope"], r"unknown strategy 'nope'"),
         (["sharing.options.colour=red"], r"unknown option 'sharing.options.colour' for strategy 'tied'"),
@@ -62,7 +62,7 @@ def test_invalid_configs_give_one_line_errors(overrides, message):
 
 
 def test_unknown_preset_lists_presets(tmp_path):
-    with pytest.raises(ConfigError, match=r"unknown preset 'ptb-gtp'; choose one of: .*ptb-gpt-tiny"):
+    with pytest.raises(ConfigError, match=r"unknown preset 'ptb-gtp'; did you mean 'ptb-gpt-tiny'\?; choose one of"):
         load_config("ptb-gtp")
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(str(tmp_path / "missing.yaml"))

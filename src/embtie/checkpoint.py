@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,14 @@ import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import Tensor, nn
 
+from embtie.errors import EmbtieError
+
 CKPT = "checkpoints"
 LATEST = "latest"
+
+
+class CheckpointError(EmbtieError):
+    """No readable checkpoint where one is needed; the message names the file and what to do."""
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -48,6 +55,69 @@ def latest(run_dir: Path) -> Path | None:
         return None
     d = root / p.read_text(encoding="utf-8").strip()
     return d if (d / "state.json").is_file() else None
+
+
+def candidates(run_dir: Path) -> list[Path]:
+    """Every step checkpoint folder of a run, newest first: the one named in ``latest`` (when it
+    exists), then the others by step, newest first."""
+    root = Path(run_dir) / CKPT
+    if not root.is_dir():
+        return []
+    steps = sorted((p for p in root.glob("step-*") if p.is_dir()), reverse=True)
+    named = latest(run_dir)
+    return [named, *(p for p in steps if p != named)] if named is not None else steps
+
+
+def _why(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def unreadable(ckpt: Path, files: tuple[str, ...]) -> str | None:
+    """None when every file in ``files`` of checkpoint folder ``ckpt`` can be read, else the reason."""
+    for name in files:
+        f = Path(ckpt) / name
+        try:
+            if name.endswith(".json"):
+                json.loads(f.read_text(encoding="utf-8"))
+            else:
+                load_file(str(f))
+        except Exception as e:  # any failure to read means: not usable
+            return f"{f.name}: {_why(e)}"
+    return None
+
+
+def readable(run_dir: Path, files: tuple[str, ...], what: str) -> Path | None:
+    """The newest checkpoint whose ``files`` can all be read, warning (one line on stderr) when newer
+    ones could not; None when the run has no checkpoint; a CheckpointError when none is readable."""
+    found = candidates(run_dir)
+    bad: list[str] = []
+    for ckpt in found:
+        reason = unreadable(ckpt, files)
+        if reason is None:
+            if bad:
+                print(f"embtie: warning: {bad[0]} is unreadable; {what} the older {ckpt.name}", file=sys.stderr)
+            return ckpt
+        bad.append(f"checkpoint {ckpt} ({reason})")
+    if bad:
+        raise CheckpointError(
+            f"no readable checkpoint in {run_dir}: {bad[0]}"
+            + (f" and {len(bad) - 1} older" if len(bad) > 1 else "")
+            + "; restore the files, or move checkpoints/ away to start the run over"
+        )
+    return None
+
+
+def save_named(run_dir: Path, name: str, model: nn.Module, info: dict[str, Any]) -> Path:
+    """The weights alone as RUN_DIR/checkpoints/NAME/model.safetensors (e.g. ``best``; each file replaced
+    atomically), with ``info`` in info.json; ``embtie eval/translate --checkpoint NAME`` loads them."""
+    d = Path(run_dir) / CKPT / name
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".model.safetensors.tmp{os.getpid()}"
+    save_model(model, str(tmp))
+    os.replace(tmp, d / "model.safetensors")
+    write_atomic(d / "info.json", json.dumps(info, indent=1))
+    return d
 
 
 def tmp_dir(run_dir: Path, step: int) -> Path:
@@ -132,7 +202,11 @@ def cleanup(run_dir: Path, keep: int = 1) -> None:
 
 def load_weights(model: nn.Module, ckpt: Path) -> None:
     """Load ``model.safetensors`` into ``model`` in place (tied tensors stay one tensor)."""
-    missing, unexpected = load_model(model, str(Path(ckpt) / "model.safetensors"), strict=True)
+    path = Path(ckpt) / "model.safetensors"
+    try:
+        missing, unexpected = load_model(model, str(path), strict=True)
+    except Exception as e:  # unreadable file, or weights of another model
+        raise CheckpointError(f"cannot load {path} ({_why(e)}); choose another checkpoint of this run") from e
     assert not missing and not unexpected
 
 

@@ -1,16 +1,27 @@
 """The ``embtie`` command: one entry point, one module per subcommand under ``embtie.commands``.
 
 Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
-Errors derived from ``EmbtieError`` (bad options, missing data) print as one line, exit status 2.
+Errors derived from ``EmbtieError`` (bad options, missing data), files that cannot be read or written
+(``OSError``) and command-line mistakes print as one line ``embtie CMD: error: ...``, exit status 2;
+any other exception prints one line too (exit status 1), naming ``--debug``, which re-raises it with
+its traceback (``embtie --debug CMD ...`` or ``embtie CMD ... --debug``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
+import errno
 import importlib
+import os
+import re
 import sys
+import typing
+from collections.abc import Iterator
 
 from embtie.errors import EmbtieError
+from embtie.progress import QUIET_ENV
 
 # subcommand name -> module under embtie.commands
 COMMANDS: dict[str, str] = {
@@ -35,12 +46,32 @@ def _load(module: str):
         raise
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``embtie train: error: ...; see `embtie train --help` `` (no usage block),
+    and a "did you mean" for a mistyped command or choice."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}{_did_you_mean(message)}; see `{self.prog} --help`\n")
+
+
+def _did_you_mean(message: str) -> str:
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if not m:
+        return ""
+    choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+    close = difflib.get_close_matches(m.group(1), choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="embtie",
         description="Input/output embedding sharing strategies for text-generation models: "
         "build, train, evaluate and compare them.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr "
+                        "is not a terminal)")  # fmt: skip
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         mod = _load(module)
@@ -48,8 +79,27 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback")
+        p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
         p.set_defaults(_run=mod.run)
     return parser
+
+
+def _os_error(e: OSError) -> str:
+    """One line for a file or folder that could not be read or written, with the likely fix."""
+    where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+    what = e.strerror or str(e)
+    hint = {
+        errno.EACCES: "check its permissions, or choose a folder you can write to",
+        errno.EPERM: "check its permissions, or choose a folder you can write to",
+        errno.EROFS: "the file system is read-only; choose another folder",
+        errno.ENOSPC: "the disk is full; free some space",
+        errno.ENOTDIR: "a part of the path is a file, not a folder",
+        errno.EISDIR: "give a file, not a folder",
+        errno.ENOENT: "check the path",
+    }.get(e.errno or 0)
+    text = f"{what}: {where}" if where else what
+    return f"{text}; {hint}" if hint else text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,24 +111,69 @@ def main(argv: list[str] | None = None) -> int:
     if extra:
         target = next((a for a in ("overrides", "args") if isinstance(getattr(args, a, None), list)), None)
         if target is None or any(a.startswith("-") for a in extra):
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            sub = f"embtie {args.command}" if getattr(args, "command", None) else "embtie"
+            parser.exit(2, f"{sub}: error: unrecognized arguments: {' '.join(extra)}; see `{sub} --help`\n")
         getattr(args, target).extend(extra)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return 1
-    try:
-        return int(args._run(args) or 0)
-    except EmbtieError as e:
-        print(f"embtie {args.command}: error: {e}", file=sys.stderr)
+        print(f"embtie: error: no command given; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
+    debug = bool(getattr(args, "debug", False))
+    prefix = f"embtie {args.command}"
+    with _quiet(bool(getattr(args, "quiet", False))):
+        return _run(args, prefix, debug)
+
+
+@contextlib.contextmanager
+def _quiet(enabled: bool) -> Iterator[None]:
+    """``--quiet``: progress bars off for this command (``embtie.progress.QUIET_ENV``), restored after."""
+    old = os.environ.get(QUIET_ENV)
+    if enabled:
+        os.environ[QUIET_ENV] = "1"
+    try:
+        yield
+    finally:
+        if enabled and old is None:
+            del os.environ[QUIET_ENV]
+        elif enabled:
+            os.environ[QUIET_ENV] = old
+
+
+def _run(args: argparse.Namespace, prefix: str, debug: bool) -> int:
+    """Run the chosen command, turning its errors into one line on stderr (tracebacks with --debug)."""
+    try:
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe (`| head`) shows up here, not at interpreter exit
+        return code
     except KeyboardInterrupt:
-        print(f"embtie {args.command}: interrupted", file=sys.stderr)
+        print(f"{prefix}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except EmbtieError as e:
+        if debug:
+            raise
+        print(f"{prefix}: error: {_one_line(str(e))}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        if debug:
+            raise
+        print(f"{prefix}: error: {_one_line(_os_error(e))}", file=sys.stderr)
+        return 2
+    except Exception as e:
+        if debug:
+            raise
+        print(
+            f"{prefix}: error: unexpected {type(e).__name__}: {_one_line(str(e))} "
+            f"(run `embtie --debug {args.command} ...` for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip()) or "(no message)"
 
 
 if __name__ == "__main__":

@@ -13,19 +13,18 @@ from __future__ import annotations
 import csv
 import json
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from embtie import stats
 from embtie.analysis import frequency, run_diagnostics
 from embtie.config import load_config
 from embtie.errors import ConfigError
+from embtie.progress import bar as progress_bar
 
 BASELINE = "tied"
 
@@ -142,7 +141,7 @@ def execute(spec: CompareSpec, progress: bool = True) -> list[PlannedRun]:
     order = sorted(runs, key=lambda r: (r.seed, spec.strategies.index(r.strategy)))
     todo = [r for r in order if not (_finished(r.run_dir) and run_diagnostics.read(r.run_dir) is not None)]
     done = len(runs) - len(todo)
-    bar = tqdm(total=len(runs), initial=done, desc="compare", unit="run", disable=not progress, file=sys.stderr)
+    bar = progress_bar(total=len(runs), initial=done, desc="compare", unit="run", leave=True, enabled=progress)
     for r in todo:
         bar.set_postfix_str(f"{r.strategy} seed {r.seed}")
         t0 = time.perf_counter()

@@ -22,7 +22,9 @@ task: the built-in tasks are loaded as plugins the first time a config names a t
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import difflib
 import importlib
 import types
 import typing
@@ -53,8 +55,8 @@ class SharingConfig:
         for k in self.options:
             if k not in valid:
                 raise ConfigError(
-                    f"unknown option 'sharing.options.{k}' for strategy {self.name!r}; valid options: "
-                    f"{', '.join(sorted(valid))}"
+                    f"unknown option 'sharing.options.{k}' for strategy {self.name!r}{did_you_mean(k, valid)}; "
+                    f"valid options: {', '.join(sorted(valid))}"
                 )
 
 
@@ -73,13 +75,23 @@ class TrainConfig:
     """decoupled (adamw) or L2 (sgd) decay of the model's matrices (ndim >= 2)."""
     embedding_weight_decay: float = 0.0
     """decay of the strategy's vocabulary-sized matrices (E, O): set explicitly, separate param group."""
-    schedule: Literal["constant", "cosine", "linear", "inverse_sqrt", "step"] = "constant"
-    """lr decay after warmup; ``step`` multiplies by decay_factor every epoch after decay_after_epochs."""
+    schedule: Literal["constant", "cosine", "linear", "inverse_sqrt", "step", "plateau"] = "constant"
+    """lr decay after warmup; ``step`` multiplies by decay_factor every epoch after decay_after_epochs;
+    ``plateau`` multiplies by decay_factor after plateau_patience validations without improvement of
+    ``monitor``."""
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
     """cosine / linear decay end at lr * min_lr_ratio."""
     decay_factor: float = 0.5
     decay_after_epochs: int = 4
+    plateau_patience: int = 8
+    """validations without improvement of ``monitor`` before a ``plateau`` schedule decays the lr."""
+    monitor: Literal["loss", "bleu"] = "loss"
+    """the validation metric that picks the best checkpoint (checkpoints/best) and drives the plateau
+    schedule and early stopping: loss (lower is better) or bleu (translation: greedy decoding of the
+    validation split, higher is better)."""
+    early_stop: int = 0
+    """stop after this many validations without improvement of ``monitor`` (0: never)."""
     epochs: float | None = 1.0
     """training length in epochs (fractions allowed); ``max_steps`` caps it."""
     max_steps: int | None = None
@@ -107,6 +119,9 @@ class TrainConfig:
     threads: int | None = None
     """CPU threads of this process (torch.set_num_threads); null: torch's default. On a busy machine
     1 thread per process can be much faster than 2 (no OpenMP spinning against other processes)."""
+    skip_nonfinite: int = 0
+    """a step whose loss or gradient is not finite stops training (no update, no checkpoint written after
+    it); N > 0 skips up to N such steps instead (no update; counted in the summary) and stops at the next."""
 
     def validate(self) -> None:
         positive = {"lr": self.lr, "eps": self.eps, "decay_factor": self.decay_factor}
@@ -122,6 +137,8 @@ class TrainConfig:
             "decay_after_epochs": self.decay_after_epochs,
             "eval_every": self.eval_every,
             "checkpoint_every": self.checkpoint_every,
+            "skip_nonfinite": self.skip_nonfinite,
+            "early_stop": self.early_stop,
         }
         for k, v in nonneg.items():
             if v < 0:
@@ -136,6 +153,8 @@ class TrainConfig:
             raise ConfigError(f"train.max_steps={self.max_steps} must be >= 1")
         if self.grad_clip is not None and not self.grad_clip > 0:
             raise ConfigError(f"train.grad_clip={self.grad_clip} must be > 0 (or null for no clipping)")
+        if self.plateau_patience < 1:
+            raise ConfigError(f"train.plateau_patience={self.plateau_patience} must be >= 1")
         if self.keep_checkpoints < 1:
             raise ConfigError(f"train.keep_checkpoints={self.keep_checkpoints} must be >= 1")
         if self.threads is not None and self.threads < 1:
@@ -201,21 +220,63 @@ def read_spec(spec: str | Path) -> dict[str, Any]:
     """The raw dict of a preset name or a YAML file path."""
     p = Path(spec).expanduser()
     if p.suffix in (".yaml", ".yml") or p.is_file():
+        if p.is_dir():
+            raise ConfigError(f"config file {p} is a folder; give a YAML file or a preset name")
         if not p.is_file():
             raise ConfigError(f"config file {p} does not exist; give a preset name ({', '.join(preset_names())})")
     else:
         p = presets_dir() / f"{spec}.yaml"
         if not p.is_file():
             raise ConfigError(
-                f"unknown preset {str(spec)!r}; choose one of: {', '.join(preset_names())} or a .yaml path"
+                f"unknown preset {str(spec)!r}{did_you_mean(str(spec), preset_names())}; choose one of: "
+                f"{', '.join(preset_names())} or a .yaml path"
             )
+    return read_yaml_mapping(p, "config file")
+
+
+def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The mapping a YAML file holds (a config or a run's config.yaml); a ConfigError naming the file when
+    it cannot be read, is not UTF-8 text, is not valid YAML, is empty, or holds something else."""
+    p = Path(path)
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read {what} {p}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{what} {p} is not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}); save it as UTF-8 YAML"
+        ) from None
+    if "\x00" in text:
+        raise ConfigError(f"{what} {p} is a binary file, not YAML text")
+    try:
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p} is not valid YAML: {str(e).splitlines()[0]}") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{what} {p} is not valid YAML{where}: {problem}") from None
+    if raw is None:
+        raise ConfigError(f"{what} {p} is empty; it must hold a mapping with task, data, model, sharing, train")
     if not isinstance(raw, dict):
-        raise ConfigError(f"{p} must hold a mapping with task, data, model, sharing, train")
+        hint = " (write `key: value` lines, not `- item` lines)" if isinstance(raw, list) else ""
+        raise ConfigError(
+            f"{what} {p} holds a {_yaml_kind(raw)}, not a mapping with task, data, model, sharing, train{hint}"
+        )
     return raw
+
+
+def _yaml_kind(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` to a mistyped ``word``, or ``""``."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -248,10 +309,23 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
 def load_config(spec: str | Path, overrides: list[str] | None = None) -> RunConfig:
     """Preset name or YAML path + ``key=value`` overrides -> validated RunConfig."""
     raw = read_spec(spec)
+    file_raw = copy.deepcopy(raw)
     for o in overrides or []:
         k, v = parse_override(o)
         set_dotted(raw, k, v)
-    return config_from_dict(raw)
+    try:
+        return config_from_dict(raw)
+    except ConfigError as e:
+        if spec in preset_names():
+            raise
+        try:  # the error is the file's own when the file alone gives it too: name the file
+            config_from_dict(file_raw)
+        except ConfigError as alone:
+            if str(alone) == str(e):
+                raise ConfigError(f"{Path(spec).expanduser()}: {e}") from None
+        except Exception:
+            pass
+        raise
 
 
 _TOP_KEYS = ("task", "seed", "data", "model", "sharing", "train")
@@ -285,16 +359,22 @@ def task_section(name: str) -> TaskSection:
     try:
         return _TASK_SECTIONS[name]
     except KeyError:
-        raise ConfigError(f"unknown task {name!r}; choose one of: {', '.join(_TASK_SECTIONS)}") from None
+        raise ConfigError(
+            f"unknown task {name!r}{did_you_mean(name, _TASK_SECTIONS)}; choose one of: {', '.join(_TASK_SECTIONS)}"
+        ) from None
 
 
 def config_from_dict(raw: dict[str, Any]) -> RunConfig:
     """Validate a nested dict and build the RunConfig (task and model sections by their registries)."""
     from embtie import models
 
+    if not isinstance(raw, dict):
+        raise ConfigError(f"a config must be a mapping with {', '.join(_TOP_KEYS)}, not a {_yaml_kind(raw)}")
     unknown = [k for k in raw if k not in _TOP_KEYS]
     if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r}; valid keys: {', '.join(_TOP_KEYS)}")
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}{did_you_mean(unknown[0], _TOP_KEYS)}; valid keys: {', '.join(_TOP_KEYS)}"
+        )
     task = _convert(raw.get("task", "lm"), str, "task")
     section = task_section(task)
     model_raw = raw.get("model") or {}
@@ -310,7 +390,22 @@ def config_from_dict(raw: dict[str, Any]) -> RunConfig:
         train=from_dict(TrainConfig, raw.get("train") or {}, "train"),
     )
     section.check(cfg)
+    check_strategy(cfg)
     return cfg
+
+
+def check_strategy(cfg: RunConfig) -> None:
+    """Build the strategy once with a 2-token vocabulary, so that a bad option value (``logit_scale=banana``)
+    is a ConfigError when the config is read, before anything is written or any data is loaded."""
+    import torch
+
+    from embtie import sharing
+
+    dim = getattr(cfg.model, "embedding_dim", None) or getattr(cfg.model, "dim", None)
+    if not isinstance(dim, int) or dim < 1:
+        return
+    with torch.random.fork_rng(devices=[]):
+        sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
 
 
 def from_dict(cls: type, raw: Any, where: str, context: str = "") -> Any:
@@ -322,7 +417,9 @@ def from_dict(cls: type, raw: Any, where: str, context: str = "") -> Any:
     kwargs: dict[str, Any] = {}
     for k, v in raw.items():
         if k not in fields:
-            raise ConfigError(f"unknown key '{where}.{k}'{context}; valid keys: {', '.join(fields)}")
+            raise ConfigError(
+                f"unknown key '{where}.{k}'{context}{did_you_mean(k, fields)}; valid keys: {', '.join(fields)}"
+            )
         kwargs[k] = _convert(v, hints[k], f"{where}.{k}")
     obj = cls(**kwargs)
     if hasattr(obj, "validate"):
@@ -360,7 +457,7 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
         raise ConfigError(f"{key}={value!r} must be {allowed}")
     if origin is Literal:
         if value not in args:
-            raise ConfigError(f"{key}={value!r} must be one of: {', '.join(map(str, args))}")
+            raise ConfigError(f"{key}={value!r} must be one of: {', '.join(map(str, args))}{did_you_mean(value, args)}")
         return value
     if origin is list:
         if not isinstance(value, list | tuple):

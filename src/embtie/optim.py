@@ -69,12 +69,13 @@ def lr_factor(step: int, cfg: TrainConfig, total: int, steps_per_epoch: int) -> 
     Linear warmup over ``warmup_steps``; then ``constant``; ``cosine`` / ``linear`` decay to
     ``min_lr_ratio`` at the last step; ``inverse_sqrt`` = sqrt(warmup / step) (Vaswani et al.);
     ``step`` = decay_factor ** max(0, epoch + 1 - decay_after_epochs) with 0-based epochs (Zaremba et
-    al.: lr 1 for 4 epochs, then halved every epoch).
+    al.: lr 1 for 4 epochs, then halved every epoch); ``plateau`` = 1 here, the decay on validation
+    metrics being ``embtie.training.monitor``'s.
     """
     w = cfg.warmup_steps
     if step < w:
         return (step + 1) / w
-    if cfg.schedule == "constant":
+    if cfg.schedule in ("constant", "plateau"):  # plateau: the trainer multiplies by TrainState.lr_scale
         return 1.0
     if cfg.schedule == "step":
         epoch = step // max(steps_per_epoch, 1)

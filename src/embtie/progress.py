@@ -1,4 +1,5 @@
-"""Run logging: RUN_DIR/metrics.jsonl (one JSON record per log event) and TensorBoard when installed.
+"""Run logging: RUN_DIR/metrics.jsonl (one JSON record per log event) and TensorBoard when installed;
+progress bars for everything a user waits on (``bar``), shown only on a terminal and not with --quiet.
 
 Each record has at least ``step`` and ``split`` ("train" or "valid"); train records add ``loss``,
 ``ppl``, ``lr``, ``tokens_per_s``, ``elapsed``; valid records add ``loss``, ``ppl``, ``tokens``.
@@ -9,8 +10,36 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
+
+QUIET_ENV = "EMBTIE_QUIET"
+"""set to 1 (the CLI's --quiet does) to hide every progress bar."""
+
+
+def interactive() -> bool:
+    """Whether progress bars are shown: stderr is a terminal and quiet mode is off."""
+    return os.environ.get(QUIET_ENV, "") in ("", "0") and sys.stderr.isatty()
+
+
+def bar(iterable: Iterable | None = None, *, total: int | None = None, desc: str | None = None, unit: str = "it",
+        leave: bool = False, initial: int = 0, enabled: bool = True) -> tqdm:
+    """A tqdm bar on stderr, disabled unless ``enabled`` and ``interactive()`` (logs stay clean)."""
+    return tqdm(iterable, total=total, desc=desc, unit=unit, leave=leave, initial=initial, dynamic_ncols=True,
+                file=sys.stderr, disable=not (enabled and interactive()))  # fmt: skip
+
+
+def note(bar: tqdm, text: str) -> None:
+    """A one-line warning on stderr that does not break a running bar (shown even when bars are not)."""
+    if bar.disable:
+        print(text, file=sys.stderr)
+    else:
+        bar.write(text, file=sys.stderr)
 
 
 def _jsonable(v: Any) -> Any:

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from torch import nn
 
 from embtie import checkpoint, tasks
-from embtie.config import RunConfig, config_from_dict
+from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
 from embtie.errors import ConfigError
 from embtie.tasks.base import Task
 
@@ -43,7 +42,7 @@ def read_config(run_dir: str | Path) -> RunConfig:
     cfg_path = d / "config.yaml"
     if not cfg_path.is_file():
         raise ConfigError(f"{d} is not a run directory (no config.yaml); give the --out folder of `embtie train`")
-    return config_from_dict(yaml.safe_load(cfg_path.read_text(encoding="utf-8")))
+    return config_from_dict(read_yaml_mapping(cfg_path, "run config"))
 
 
 def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> Run:
@@ -51,7 +50,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> Run:
     newest checkpoint's weights (tied tensors stay one tensor), in eval mode on ``device``."""
     d = Path(run_dir)
     cfg = read_config(d)
-    ckpt = checkpoint.latest(d)
+    ckpt = checkpoint.readable(d, ("model.safetensors",), "loading")
     if ckpt is None:
         raise ConfigError(f"{d} has no checkpoint yet; train it first with `embtie train ... --out {d}`")
     task = tasks.get(cfg.task).load(cfg, d)

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from embtie.commands.common import device_arg
+
 HELP = "diagnostics of one run: norms, norm vs frequency, word similarity, row updates, parameters, step-0 loss"
 DESCRIPTION = (
     "Compute the diagnostics of a trained run once from its checkpoint (RUN_DIR/analysis/diagnostics.json, "
@@ -17,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `embtie train` or `embtie compare`")
     parser.add_argument("--batches", type=int, default=8, help="training batches for the row-update counts (default 8)")
     parser.add_argument("--force", action="store_true", help="recompute the diagnostics even if they exist")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
 
 
 def plot_run(diag: dict, arrays: dict, out: Path, command: str) -> list[tuple[Path, str]]:

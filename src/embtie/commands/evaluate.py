@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from embtie.checkpoint import write_atomic
+from embtie.commands.common import device_arg, positive_int
 
 HELP = "perplexity of a trained run on a split or a user-supplied file (writes RUN_DIR/eval.json)"
 
@@ -23,55 +24,99 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split", choices=("valid", "test"), default=None, help="default: valid (test with --test-file)"
     )
     parser.add_argument("--test-file", metavar="PATH", help="text file to evaluate (test splits are not shipped)")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
     parser.add_argument("--src-file", metavar="S", help="translation: source sentences of a test set")
     parser.add_argument("--ref-file", metavar="R", help="translation: the references of --src-file")
-    parser.add_argument("--beam", type=int, default=None, help="translation: beam width (default: the run's)")
+    parser.add_argument("--beam", type=positive_int, default=None, help="translation: beam width (default: the run's)")
     parser.add_argument("--lenpen", type=float, default=None, help="translation: length penalty (default: the run's)")
     parser.add_argument("--checkpoint", metavar="NAME", help="weights to use, e.g. avg-last5 (default: newest)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from embtie.data.files import user_file
     from embtie.runs import load_for_decoding
 
+    translation = _check_inputs(args)
     split = args.split or ("test" if args.test_file or args.src_file else "valid")
-    path = str(user_file(args.test_file, "--test-file")) if args.test_file else None
+    path = str(Path(args.test_file).expanduser()) if args.test_file else None
     run_ = load_for_decoding(args.run_dir, args.checkpoint, device=args.device)
-    if hasattr(run_.task, "evaluate_translation"):
+    if translation:
         return _translation(run_, split, args)
     res = run_.task.evaluate(run_.model, split, path=path)
     res = {**res, "file": path, "checkpoint": run_.checkpoint.name}
-    out = Path(args.run_dir) / "eval.json"
-    allres = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
-    allres[split] = res
-    write_atomic(out, json.dumps(allres, indent=1))
     print(f"{split} ppl {res['ppl']:.2f} (loss {res['loss']:.4f}, {res['tokens']} tokens)")
+    _save(Path(args.run_dir), split, res)
     return 0
+
+
+def _check_inputs(args: argparse.Namespace) -> bool:
+    """Check the run directory and the user's files before the (slower) model load; True for a
+    translation run."""
+    from embtie import tasks
+    from embtie.commands.common import read_run_config
+    from embtie.data.files import read_user_text
+    from embtie.data.mt import load_user_files
+    from embtie.errors import ConfigError, DataError
+
+    cfg = read_run_config(args.run_dir)
+    translation = hasattr(tasks.get(cfg.task), "evaluate_translation")
+    if translation and args.test_file:
+        raise ConfigError("a translation run takes --src-file S --ref-file R, not --test-file")
+    if not translation and (args.src_file or args.ref_file):
+        raise ConfigError(
+            f"--src-file/--ref-file are for translation runs; {args.run_dir} is a {cfg.task!r} run: "
+            "give --test-file PATH"
+        )
+    if args.ref_file and not args.src_file:
+        raise ConfigError("--ref-file R needs --src-file S, the sentences that R translates")
+    if args.src_file and not args.ref_file:
+        raise DataError("scoring needs references: give --ref-file R with --src-file S")
+    if args.test_file:
+        read_user_text(args.test_file, "--test-file")
+    if args.src_file:
+        load_user_files(args.src_file, args.ref_file, "--src-file", "--ref-file")
+    return translation
+
+
+def _save(run_dir: Path, key: str, res: dict) -> None:
+    """Add ``res`` under ``key`` to RUN_DIR/eval.json (the result is printed before: a failure here
+    loses nothing but the file)."""
+    from embtie.errors import DataError
+
+    out = run_dir / "eval.json"
+    try:
+        allres = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    except (OSError, ValueError) as e:
+        raise DataError(f"{out} is unreadable ({e}); move it away to save this result in a new one") from None
+    if not isinstance(allres, dict):
+        raise DataError(f"{out} does not hold a JSON object; move it away to save this result in a new one")
+    allres[key] = res
+    try:
+        write_atomic(out, json.dumps(allres, indent=1))
+    except OSError as e:
+        raise DataError(f"cannot write {out}: {e.strerror or e}; the result above was not saved") from None
 
 
 def _translation(run_, split: str, args: argparse.Namespace) -> int:
     """BLEU / chrF (+ perplexity) of a translation run; outputs to RUN_DIR/hyps.<split>.txt."""
-    from embtie.errors import ConfigError
+    from embtie.errors import DataError
 
-    if args.test_file:
-        raise ConfigError("a translation run takes --src-file S --ref-file R, not --test-file")
     res = run_.task.evaluate_translation(
         run_.model, split, args.src_file, args.ref_file, beam=args.beam, lenpen=args.lenpen
     )
     hyps = res.pop("hyps")
     d = Path(args.run_dir)
     key = split if args.checkpoint is None else f"{split}@{run_.checkpoint.name}"
-    write_atomic(d / f"hyps.{key}.txt", "".join(h + "\n" for h in hyps))
     res["checkpoint"] = run_.checkpoint.name
-    out = d / "eval.json"
-    allres = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
-    allres[key] = res
-    write_atomic(out, json.dumps(allres, indent=1))
     print(
         f"{split}: BLEU {res['bleu']:.2f}  chrF {res['chrf']:.2f}  ppl {res['ppl']:.2f}  (beam {res['beam']}, "
         f"lenpen {res['lenpen']}, {res['sentences']} sentences, checkpoint {res['checkpoint']})"
     )
     print(f"sacreBLEU {res['bleu_signature']}")
     print(f"chrF {res['chrf_signature']}")
+    hyp_file = d / f"hyps.{key}.txt"
+    try:
+        write_atomic(hyp_file, "".join(h + "\n" for h in hyps))
+    except OSError as e:
+        raise DataError(f"cannot write {hyp_file}: {e.strerror or e}; the scores above were not saved") from None
+    _save(d, key, res)
     return 0

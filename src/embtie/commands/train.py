@@ -27,8 +27,15 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         print(cfg.to_yaml(), end="")
         return 0
+    from pathlib import Path
+
+    from embtie import tasks
+    from embtie.commands.common import check_out_dir
     from embtie.train import train
 
+    # before anything is written: a bad --out or missing/corrupted data leaves no half-made run directory
+    check_out_dir(Path(args.out))
+    tasks.get(cfg.task).check_data(cfg)
     summary = train(cfg, args.out)
     import os
 

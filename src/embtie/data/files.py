@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,12 +78,28 @@ def data_root_hint() -> str:
 
 
 def read_text(path: Path, sha256: str | None = None) -> str:
-    """The whole text of a (possibly gzipped) UTF-8 file, after verifying its checksum when given."""
+    """The whole text of a (possibly gzipped) UTF-8 file, after verifying its checksum when given.
+
+    A file that cannot be read, is not valid gzip, is not UTF-8 or holds NUL bytes (binary) is a
+    DataError naming the file."""
     verify(path, sha256)
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            return f.read()
-    return path.read_text(encoding="utf-8")
+    try:
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise DataError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(
+            f"{path} is not UTF-8 text (byte {data[e.start]:#04x} on line {line}); "
+            "convert it, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+    if "\x00" in text:
+        raise DataError(f"{path} looks like a binary file (it holds NUL bytes); give a text file")
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as open() in text mode
 
 
 def read_lines(path: Path, sha256: str | None = None) -> list[str]:
@@ -91,8 +108,28 @@ def read_lines(path: Path, sha256: str | None = None) -> list[str]:
 
 
 def user_file(path: str | os.PathLike[str], what: str) -> Path:
-    """A file the user named on the command line; a clear error when it does not exist."""
+    """A file the user named on the command line; a clear error when it does not exist or is a folder."""
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise DataError(f"{what} {p} is a folder; give the path of a text file")
     if not p.is_file():
         raise DataError(f"{what} {p} does not exist; give the path of an existing text file")
     return p
+
+
+def read_user_text(path: str | os.PathLike[str], what: str) -> str:
+    """The text of a file the user named (``what``: e.g. "--test-file"): it must exist, be UTF-8 text
+    and hold at least one word; a DataError naming the option and the file otherwise."""
+    p = user_file(path, what)
+    try:
+        text = read_text(p)
+    except DataError as e:
+        raise DataError(f"{what} {e}") from None
+    if not text.split():
+        raise DataError(f"{what} {p} is empty; give a text file with one sentence per line")
+    return text
+
+
+def read_user_lines(path: str | os.PathLike[str], what: str) -> list[str]:
+    """Lines of a user file (see ``read_user_text``), without their line endings."""
+    return [line.rstrip("\r") for line in read_user_text(path, what).splitlines()]

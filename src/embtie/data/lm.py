@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from embtie.data.files import DataFile, data_root, read_text, user_file
+from embtie.data.files import DataFile, data_root, read_text, read_user_text
 from embtie.errors import DataError
 
 EOS = "<eos>"
@@ -89,9 +89,10 @@ def split_file(dataset: str, split: str) -> DataFile:
     return files[split]
 
 
-def load_tokens(dataset: str, split: str, path: str | Path | None = None) -> list[str]:
-    """Tokens of a split (with ``<eos>``), from the data root, or from a user file when ``path`` is given."""
+def load_tokens(dataset: str, split: str, path: str | Path | None = None, root: Path | None = None) -> list[str]:
+    """Tokens of a split (with ``<eos>``), from the data root (``root``, default ``data_root()``), or from a
+    user file when ``path`` is given."""
     if path is not None:
-        return tokenize_lines(read_text(user_file(path, f"{split} file")))
+        return tokenize_lines(read_user_text(path, f"{split} file"))
     f = split_file(dataset, split)
-    return tokenize_lines(read_text(f.path(data_root()), f.sha256))
+    return tokenize_lines(read_text(f.path(root or data_root()), f.sha256))

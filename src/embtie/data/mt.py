@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from embtie.data.files import DataFile, data_root, read_lines, user_file
+from embtie.data.files import DataFile, data_root, read_lines, read_user_lines
 from embtie.errors import DataError
 
 MT_DATASETS: dict[str, dict[str, dict[str, DataFile]]] = {
@@ -96,12 +96,21 @@ def load_parallel(dataset: str, split: str, src_lang: str, tgt_lang: str, root: 
     return ParallelText(src, ref)
 
 
-def load_user_files(src_file: str | Path, ref_file: str | Path | None = None) -> ParallelText:
-    """A user-supplied test set: one source sentence per line, and optionally its references."""
-    src = read_lines(user_file(src_file, "source file"))
+def load_user_files(
+    src_file: str | Path,
+    ref_file: str | Path | None = None,
+    src_what: str = "source file",
+    ref_what: str = "reference file",
+) -> ParallelText:
+    """A user-supplied test set: one source sentence per line, and optionally its references (as many lines).
+    ``src_what``/``ref_what`` name the files in errors (e.g. the command-line options that gave them)."""
+    src = read_user_lines(src_file, src_what)
     ref = None
     if ref_file is not None:
-        ref = read_lines(user_file(ref_file, "reference file"))
+        ref = read_user_lines(ref_file, ref_what)
         if len(ref) != len(src):
-            raise DataError(f"{src_file} has {len(src)} lines but {ref_file} has {len(ref)}; give line-aligned files")
+            raise DataError(
+                f"{src_what} {src_file} has {len(src)} lines but {ref_what} {ref_file} has {len(ref)}; "
+                "give line-aligned files (line i of the references translates line i of the source)"
+            )
     return ParallelText(src, ref)

@@ -36,7 +36,13 @@ class Subwords:
         self.model_file = Path(model_file)
         if not self.model_file.is_file():
             raise DataError(f"subword model {self.model_file} is missing; re-run training or copy it back")
-        self.sp = spm.SentencePieceProcessor(model_file=str(self.model_file))
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=str(self.model_file))
+        except Exception as e:  # sentencepiece raises OSError / RuntimeError for a damaged model file
+            raise DataError(
+                f"subword model {self.model_file} is damaged ({type(e).__name__}); restore it from the run it came "
+                "from, or delete it to learn the subwords again"
+            ) from None
         if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD, UNK, BOS, EOS):
             raise DataError(f"subword model {self.model_file} does not use ids pad=0 unk=1 bos=2 eos=3")
 

@@ -24,12 +24,20 @@ WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"
 
 
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
 def _weight_files(path: Path) -> list[Path]:
     if (path / WEIGHTS).is_file():
         return [path / WEIGHTS]
     index = path / WEIGHTS_INDEX
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise DataError(f"{index} is damaged ({_first_line(e)}); save the model again") from None
         return [path / s for s in shards]
     raise DataError(f"no {WEIGHTS} or {WEIGHTS_INDEX} in {path}; save the model with model.save_pretrained(path)")
 
@@ -43,7 +51,10 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
     path = Path(path)
     if not (path / "config.json").is_file():
         raise DataError(f"no config.json in {path}; give the directory written by model.save_pretrained")
-    config = transformers.AutoConfig.from_pretrained(str(path))
+    try:
+        config = transformers.AutoConfig.from_pretrained(str(path))
+    except (OSError, ValueError) as e:  # unreadable or not a transformers config
+        raise DataError(f"{path / 'config.json'} cannot be read as a transformers config: {_first_line(e)}") from None
     record = getattr(config, "embtie", None)
     if not isinstance(record, dict) or "strategy" not in record:
         raise DataError(f"{path} was not saved from a model patched by embtie.hf.apply; load it with from_pretrained")
@@ -52,7 +63,12 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
         raise DataError(f"transformers {transformers.__version__} has no model class {record['base_class']!r}")
     state: dict[str, torch.Tensor] = {}
     for f in _weight_files(path):
-        state.update(load_file(str(f)))
+        try:
+            state.update(load_file(str(f)))
+        except Exception as e:  # safetensors' own error types: truncated, not safetensors, unreadable
+            raise DataError(
+                f"{f} is damaged or not a safetensors file ({_first_line(e)}); save the model again"
+            ) from None
     if dtype is None:
         saved = state.get("embtie_sharing.weight")
         dtype = saved.dtype if saved is not None else torch.float32

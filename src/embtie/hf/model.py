@@ -68,13 +68,15 @@ class EmbtieModelMixin:
         else:  # causal LM: position t predicts token t+1; the last position predicts nothing
             targets = F.pad(labels[..., 1:], (0, 1), value=IGNORE_INDEX)
         targets = targets.to(h.device)
-        loss = sharing.loss(h, targets, ignore_index=IGNORE_INDEX)
         reg = sharing.regularization()
-        if num_items is not None:
+        if num_items is None:
+            loss = sharing.loss(h, targets, ignore_index=IGNORE_INDEX)
+        else:
             # sum over this micro-batch / tokens over the accumulated batch (transformers' convention),
             # and the regulariser in the same share, so it adds up to once per optimizer step.
-            share = targets.ne(IGNORE_INDEX).sum() / torch.as_tensor(num_items, device=h.device)
-            loss = loss * share
+            kept = targets.ne(IGNORE_INDEX).sum()
+            share = kept / torch.as_tensor(num_items, device=h.device)
+            loss = sharing.loss(h, _stand_in_if_empty(targets, kept), ignore_index=IGNORE_INDEX) * share
             reg = reg * share
         loss = loss + reg
         logits = sharing.logits(h) if record.get("logits_with_labels", False) else None
@@ -110,6 +112,17 @@ class EmbtieModelMixin:
         self.vocab_size = size
         self.config.embtie["vocab_size"] = size
         return embedding
+
+
+def _stand_in_if_empty(targets: Tensor, kept: Tensor) -> Tensor:
+    """``targets``, or, when no token is labelled (a micro-batch that is all prompt or padding), the same with
+    one stand-in target, so that the mean over kept tokens stays finite; its share (0) then makes the
+    micro-batch add nothing, as in transformers' summed loss. No host sync."""
+    if targets.numel() == 0:
+        return targets  # no tokens at all: sharing.loss says so
+    first = torch.zeros_like(targets, dtype=torch.bool).view(-1)
+    first[0] = True
+    return torch.where((kept == 0) & first.view_as(targets), torch.zeros_like(targets), targets)
 
 
 _PATCHED: dict[type, type] = {}

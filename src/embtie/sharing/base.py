@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError
+from embtie.errors import ConfigError, DataError
 from embtie.sharing.head import Head
 from embtie.sharing.loss import cross_entropy
 
@@ -152,6 +152,12 @@ class SharingStrategy(nn.Module):
 
     def embed(self, ids: Tensor) -> Tensor:
         """(...,) long token ids -> (..., d) vectors fed into the model."""
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise TypeError(f"token ids must be integers (torch.long), not {ids.dtype}")
+        if ids.device.type == "cpu" and ids.numel():  # free here; on a GPU the kernel asserts (no host sync)
+            lo, hi = int(ids.min()), int(ids.max())
+            if lo < 0 or hi >= self.vocab_size:
+                raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {self.vocab_size})")
         x = self._input_rows(F.embedding(ids, self.weight))
         return x * self.embed_scale if self.embed_scale != 1.0 else x
 
@@ -208,8 +214,13 @@ class SharingStrategy(nn.Module):
             softcap=self.softcap,
         )
 
+    def _check_width(self, h: Tensor) -> None:
+        if h.dim() == 0 or h.shape[-1] != self.dim:
+            raise ValueError(f"hidden states {tuple(h.shape)} must end in the strategy's dim={self.dim}")
+
     def logits(self, h: Tensor) -> Tensor:
         """(..., d) hidden states -> (..., V) logits."""
+        self._check_width(h)
         return self.head().logits(self.transform(h))
 
     def loss(
@@ -227,6 +238,7 @@ class SharingStrategy(nn.Module):
         ``impl``/``chunk_size``: see ``embtie.sharing.loss.cross_entropy`` (default: the memory-lean
         chunked loss, which never holds the (..., V) logits).
         """
+        self._check_width(h)
         return cross_entropy(
             self.head(),
             self.transform(h),

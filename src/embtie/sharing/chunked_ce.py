@@ -28,7 +28,8 @@ Two schedules:
 The effective weight (normalization, per-row scale, logit scale) is built once per step by the
 caller with ordinary autograd, so gradients reach every learned tensor (E, r, s) through it.
 Under autocast the matmuls run in the autocast dtype (as F.linear would) and everything else in
-float32; gradients are accumulated in float32.
+float32; gradients are accumulated in float32. A float64 head and x (no autocast) run entirely in
+float64 (``_Config.acc_dtype``: float32 for every lower precision, float64 for float64).
 
 Layout: this module is the public entry (``chunked_cross_entropy``, ``default_chunk``,
 ``release_workspace``, the ``SYNC_FREE`` setting) and re-exports the names of the modules that hold
@@ -68,7 +69,7 @@ from embtie.sharing.chunked_ce_workspace import _ones as _ones
 from embtie.sharing.chunked_ce_workspace import _Workspace as _Workspace
 from embtie.sharing.chunked_ce_workspace import _workspace as _workspace
 from embtie.sharing.chunked_ce_workspace import release_workspace
-from embtie.sharing.head import Head
+from embtie.sharing.head import Head, accumulation_dtype
 
 __all__ = ["SYNC_FREE", "ChunkedCrossEntropy", "chunked_cross_entropy", "default_chunk", "release_workspace"]
 
@@ -90,13 +91,15 @@ def chunked_cross_entropy(
 ) -> Tensor:
     """Mean cross-entropy of ``head`` on x (N, d_t) against targets (N,), chunk by chunk.
 
-    Equal (to float rounding) to F.cross_entropy(head.logits(x).float(), targets, ...) and its
-    gradients w.r.t. x and every tensor the head was built from. ``chunk_size`` tokens per chunk
-    (default: ``default_chunk(V, device)``); ``recompute`` selects the recompute-in-backward schedule.
+    Equal (to float rounding) to ``embtie.sharing.loss.plain_cross_entropy`` (F.cross_entropy of
+    head.logits(x) in at least float32) and its gradients w.r.t. x and every tensor the head was built
+    from. ``chunk_size`` tokens per chunk (default: ``default_chunk(V, device)``); ``recompute``
+    selects the recompute-in-backward schedule.
     """
     device_type = x.device.type
     autocast = torch.is_autocast_enabled(device_type)
     compute_dtype = torch.get_autocast_dtype(device_type) if autocast else x.dtype
+    acc = accumulation_dtype(compute_dtype)  # python-number scales become 0-d tensors of this dtype
     plain_rows = head.row_scale is None and head.norm_power is None and head.sqnorm_bias is None
     structured = head.structured if plain_rows else None
     if structured is not None:
@@ -111,11 +114,13 @@ def chunked_cross_entropy(
         m = head.row_scale  # the row-norm factor (head.norm_power) is applied inside the function
         if head.scale is not None:
             m = head.scale if m is None else m * head.scale
-        scale = None if m is None else (m if isinstance(m, Tensor) else torch.tensor(float(m), device=x.device))
+        if m is not None and not isinstance(m, Tensor):
+            m = torch.tensor(float(m), dtype=acc, device=x.device)
+        scale = m
     bias = head.bias
     coef = head.sqnorm_bias
     if coef is not None and not isinstance(coef, Tensor):
-        coef = torch.tensor(float(coef), device=x.device)
+        coef = torch.tensor(float(coef), dtype=acc, device=x.device)
     chunk = default_chunk(vocab, device_type) if chunk_size is None else int(chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size={chunk_size} must be >= 1")

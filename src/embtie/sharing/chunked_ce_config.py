@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from embtie.sharing.head import StructuredWeight
+from embtie.sharing.head import StructuredWeight, accumulation_dtype
 
 CHUNK_ELEMENTS = 1 << 24
 """Default chunk budget in logits on the CPU: chunk = max(16, CHUNK_ELEMENTS // V) tokens (64 MiB of
@@ -36,6 +36,12 @@ class _Config:
     structured: StructuredWeight | None
     norm_power: float | None = None
     sync_free: bool | None = None  # embtie.sharing.chunked_ce.SYNC_FREE when the call began
+
+    @property
+    def acc_dtype(self) -> torch.dtype:
+        """The dtype of everything but the matmuls (softmax, loss, accumulated gradients): float32 for
+        float32, bfloat16 and float16 compute dtypes, float64 for float64 (``accumulation_dtype``)."""
+        return accumulation_dtype(self.compute_dtype)
 
 
 def default_chunk(vocab_size: int, device_type: str = "cpu") -> int:

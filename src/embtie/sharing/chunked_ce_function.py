@@ -26,10 +26,11 @@ class ChunkedCrossEntropy(torch.autograd.Function):
 
     forward(x (N, d_t), weight W (V, d_t) or None when cfg.structured, bias (V,) or None,
     scale m ((V,) per-row, 0-d, or None), targets (N,) long, cfg, needs: which of (x, weight, bias,
-    scale) need a gradient) -> 0-d float32 loss. With ``cfg.norm_power`` p the per-row scale is
-    m_v = scale_v ||W_v||^p (``Head.norm_power``): the row norms and their gradient
-    dL/dW_v += p m_v <dL/dW_eff[v], W_v> / ||W_v||^2 W_v are computed here, in place, instead of by
-    autograd (whose norm backward allocates two fresh (V, d_t) tensors per step).
+    scale) need a gradient) -> 0-d loss in cfg.acc_dtype (float32; float64 for float64 inputs).
+    With ``cfg.norm_power`` p the per-row scale is m_v = scale_v ||W_v||^p (``Head.norm_power``): the
+    row norms and their gradient dL/dW_v += p m_v <dL/dW_eff[v], W_v> / ||W_v||^2 W_v are computed
+    here, in place, instead of by autograd (whose norm backward allocates two fresh (V, d_t) tensors
+    per step).
 
     The scale is applied here rather than by autograd: m W is written into a reused buffer, and the
     gradients dL/dm_v = <dL/dW_eff[v], W[v]> and dL/dW = m dL/dW_eff (in place) need no fresh
@@ -79,9 +80,8 @@ class ChunkedCrossEntropy(torch.autograd.Function):
                 _, dx, dwe, db = _grad_pass(xk, tk, w, b, ctx.inner, cfg, loss_too=False, mask=ctx.mask)
             else:
                 weight, scale, coef = ctx.saved_tensors
-                dx, dwe, db = ctx.grads
-                del ctx.grads
-            g = grad_loss.float() / ctx.n_kept  # inf (so nan gradients) when every token is ignored
+                dx, dwe, db = _fused_grads(ctx)
+            g = grad_loss.to(cfg.acc_dtype) / ctx.n_kept  # inf (so nan gradients) when every token is ignored
             if dx is not None:
                 dx = dx.mul_(g).to(ctx.x_dtype)
                 if ctx.idx is not None:
@@ -96,3 +96,21 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             dw = None if dw is None else dw.to(weight.dtype)
             db = None if db is None or not needs[2] else db.to(ctx.b_dtype)
         return dx, dw, db, ds, dc, None, None, None
+
+
+def _fused_grads(ctx) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """The fused schedule's (dx, dW_eff, db) of the sum of token losses, computed in forward.
+
+    In float32 and lower precisions they are handed over once, to be scaled in place (no (V, d_t)
+    copy), so a second backward through the same loss is refused. In float64, the dtype of gradient
+    checks, copies are handed over and backward may run again (retain_graph=True, gradcheck)."""
+    grads = getattr(ctx, "grads", None)
+    if grads is None:
+        raise RuntimeError(
+            "the chunked loss (impl='chunked') can be backpropagated only once in float32 and lower "
+            "precisions; use impl='recompute' or 'plain' to backpropagate through it repeatedly"
+        )
+    if ctx.cfg.acc_dtype == torch.float64:
+        return tuple(None if t is None else t.clone() for t in grads)
+    del ctx.grads
+    return grads

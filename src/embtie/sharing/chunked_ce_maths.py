@@ -3,8 +3,9 @@ its loss (``_chunk_loss``), its gradient w.r.t. the logits (``_chunk_grad``), th
 gradient into dx, dW and db (``_contract``), and the rank-1 label-smoothing correction applied once
 after the last chunk (``_smoothing_correction``).
 
-Formulas: see ``embtie.sharing.chunked_ce``. Everything is float32 except the matmul operands and
-outputs, which are in the compute dtype (the autocast dtype under autocast).
+Formulas: see ``embtie.sharing.chunked_ce``. Everything is in ``cfg.acc_dtype`` (float32; float64 for
+a float64 head) except the matmul operands and outputs, which are in the compute dtype (the autocast
+dtype under autocast).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from embtie.sharing.chunked_ce_workspace import _ones, _Workspace
 def _chunk_logprobs(
     xc: Tensor, w: Tensor | None, b: Tensor | None, cfg: _Config, ws: _Workspace
 ) -> tuple[Tensor, Tensor | None]:
-    """(c, d_t) -> float32 log-probabilities (c, V), and tanh(u / cap) (c, V) when soft-capped (else None)."""
+    """(c, d_t) -> log-probabilities (c, V) in cfg.acc_dtype, and tanh(u / cap) (c, V) when soft-capped
+    (else None)."""
     r = xc.shape[0]
     if cfg.structured is not None:
         u = cfg.structured(xc)
@@ -32,7 +34,7 @@ def _chunk_logprobs(
         else:
             torch.mm(xc, w.t(), out=u)
     z = ws.z[:r]
-    if u.data_ptr() != z.data_ptr():  # bf16 (or structured) matmul output -> float32, into the buffer
+    if u.data_ptr() != z.data_ptr():  # bf16 (or structured) matmul output -> acc dtype, into the buffer
         z.copy_(u)
     lp = ws.lp[:r]
     if cfg.cap is None:
@@ -47,7 +49,7 @@ def _kept_sum(v: Tensor, mc: Tensor | None) -> Tensor:
 
 
 def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config, mc: Tensor | None = None) -> Tensor:
-    """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (a 0-d float32 tensor);
+    """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (0-d, lp's dtype);
     ``mc`` (c,) float 0/1: only the tokens it keeps (the masked, sync-free path)."""
     part = _kept_sum(lp.gather(1, tc.unsqueeze(1)).squeeze(1), mc) * -(1.0 - cfg.eps)
     if cfg.eps:
@@ -62,7 +64,7 @@ def _chunk_grad(
 
     Without a soft-cap the uniform -eps/V term is left out here (``_smoothing_correction`` adds it
     as a rank-1 term to the contracted gradients); with one it is applied before the cap's derivative.
-    Everything is float32 until the result is rounded to the compute dtype (into the bf16 buffer).
+    Everything is in the acc dtype until the result is rounded to the compute dtype (into the bf16 buffer).
     """
     tc = tc.unsqueeze(1)
     dz = lp.exp_()
@@ -92,10 +94,10 @@ def _contract(
     """dx[chunk] = dz @ W (written into ``dx``, the chunk's rows); dW += dz^T xc (= on the ``first``
     chunk: dW is allocated uninitialised); db += sum dz."""
     if db is not None:
-        if dzc.dtype == torch.float32:  # a gemv reads dz once at full speed; a dim-0 sum is ~2x slower on CPU
+        if dzc.dtype == db.dtype:  # a gemv reads dz once at full speed; a dim-0 sum is ~2x slower on CPU
             db.addmv_(dzc.t(), _ones(dzc.shape[0], dzc))
         else:
-            db.add_(dzc.sum(dim=0, dtype=torch.float32))
+            db.add_(dzc.sum(dim=0, dtype=db.dtype))
     if dw is not None:
         if ws.dw is None:
             if first:
@@ -131,15 +133,16 @@ def _smoothing_correction(
         return
     v = cfg.structured.vocab_size if cfg.structured is not None else w.shape[0]
     c = cfg.eps / v
+    acc = cfg.acc_dtype
     if dx is not None:
         if cfg.structured is not None:
-            col = cfg.structured.transpose(xk.new_ones(1, v, dtype=torch.float32)).squeeze(0)
+            col = cfg.structured.transpose(xk.new_ones(1, v, dtype=acc)).squeeze(0)
         else:
-            col = w.float().sum(dim=0)
+            col = w.to(acc).sum(dim=0)
         dx.sub_((c * col).to(dx.dtype))
         if mask is not None:
             dx.mul_(mask.unsqueeze(1))
     if dw is not None:
-        dw.sub_(c * (xk.float().sum(dim=0) if mask is None else mask @ xk.float()))
+        dw.sub_(c * (xk.to(acc).sum(dim=0) if mask is None else mask @ xk.to(acc)))
     if db is not None:
         db.sub_(c * n)

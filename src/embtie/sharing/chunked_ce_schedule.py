@@ -51,7 +51,7 @@ def _select_tokens(
     if _sync_free(cfg):
         # no host sync: ignored tokens stay (target 0) and are masked; the kept count stays
         # on the device. Out-of-range targets are not checked here (the device's gather asserts).
-        kf = keep.to(torch.float32)
+        kf = keep.to(cfg.acc_dtype)
         n_kept = kf.sum()
         return None, x, torch.where(keep, targets, 0), (kf, n_kept), n_kept
     n_kept = int(keep.sum())
@@ -118,16 +118,16 @@ def _grad_pass(
     ``mask``: (keep (n,) float 0/1, kept count 0-d): the sync-free path, where ignored tokens stay in
     place (their targets replaced by 0) and are zeroed out instead of being removed beforehand.
 
-    Gradients are of the *sum* of token losses, in float32 (the caller scales them). ``aug``:
+    Gradients are of the *sum* of token losses, in cfg.acc_dtype (the caller scales them). ``aug``:
     ([x, 1] (n, d_t + 1), [W, b] (V, d_t + 1)) whose product gives the logits with the bias in
     (``_folds_bias``); xk, w and b are then views / the column of these."""
-    dev = xk.device
+    dev, acc = xk.device, cfg.acc_dtype
     n = xk.shape[0]
-    dx = torch.empty(xk.shape, dtype=torch.float32, device=dev) if needs[0] else None
-    dw = torch.empty(w.shape, dtype=torch.float32, device=dev) if needs[1] and n else None
-    db = torch.zeros(b.shape, dtype=torch.float32, device=dev) if needs[2] else None
+    dx = torch.empty(xk.shape, dtype=acc, device=dev) if needs[0] else None
+    dw = torch.empty(w.shape, dtype=acc, device=dev) if needs[1] and n else None
+    db = torch.zeros(b.shape, dtype=acc, device=dev) if needs[2] else None
     want = any(needs)
-    total = torch.zeros((), dtype=torch.float32, device=dev)
+    total = torch.zeros((), dtype=acc, device=dev)
     v = cfg.structured.vocab_size if cfg.structured is not None else w.shape[0]
     ws = _workspace(min(cfg.chunk, n), v, xk.shape[1], cfg, dev, dw is not None)
     for start in range(0, n, cfg.chunk):

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from embtie.sharing.chunked_ce_config import _Config
 from embtie.sharing.chunked_ce_workspace import _matrix_buffer
+from embtie.sharing.head import accumulation_dtype
 
 NORM_EPS = 1e-12
 
@@ -34,7 +35,7 @@ def _row_norm_scale(
     rows whose norm was clamped (no gradient through it), n the clamped norms, npart = n^p."""
     if weight is None or cfg.norm_power is None:
         return scale, None
-    n32 = torch.linalg.vector_norm(weight, dim=-1, dtype=torch.float32)
+    n32 = torch.linalg.vector_norm(weight, dim=-1, dtype=accumulation_dtype(weight.dtype))
     dead = n32 < NORM_EPS  # clamped rows: no gradient through their norm
     n = n32.clamp_min(NORM_EPS).to(weight.dtype)
     npart = n.reciprocal() if cfg.norm_power == -1 else n.pow(cfg.norm_power)
@@ -60,7 +61,7 @@ def _effective_weight(
 
 def _sqnorm_bias(weight: Tensor, bias: Tensor | None, coef: Tensor) -> tuple[Tensor, Tensor]:
     """(bias + c ||W_v||^2, ||W_v||^2): the whole bias with the squared-norm term, and the norms."""
-    sq = torch.linalg.vector_norm(weight, dim=-1, dtype=torch.float32).square_().to(weight.dtype)
+    sq = torch.linalg.vector_norm(weight, dim=-1, dtype=accumulation_dtype(weight.dtype)).square_().to(weight.dtype)
     return (sq * coef if bias is None else torch.addcmul(bias, sq, coef)), sq
 
 
@@ -77,14 +78,15 @@ def _norm_weight_grads(
     dL/dW_v = m_v dL/dW_eff[v] + p m_v <dL/dW_eff[v], W_v> / ||W_v||^2 W_v."""
     dw = ds = None
     dead, n, npart, m = norm
-    w32 = weight.float()
+    acc = dwe.dtype  # cfg.acc_dtype: float32 (float64 for float64)
+    w32 = weight.to(acc)
     # g_v = <dL/dW_eff[v], W_v> = dL/dm_v (before dwe is scaled in place)
     gm = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1).mul_(g)
     if needs[3]:
-        ds = gm * npart.float()
+        ds = gm * npart.to(acc)
         ds = (ds if scale.dim() == 1 else ds.sum()).to(scale.dtype)
     if needs[1]:
-        n32, m32 = n.float(), m.float()
+        n32, m32 = n.to(acc), m.to(acc)
         k = (gm * m32 * cfg.norm_power / (n32 * n32)).masked_fill_(dead, 0.0)
         dw = dwe.mul_((m32 * g).unsqueeze(1)).addcmul_(w32, k.unsqueeze(1))
     return dw, ds
@@ -97,7 +99,7 @@ def _scale_weight_grads(
     scale), dL/dW = m dL/dW_eff."""
     dw = ds = None
     if needs[3]:  # before dwe is scaled in place
-        w32 = weight.float()
+        w32 = weight.to(dwe.dtype)
         if scale.dim() == 1:
             ds = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1)
         else:
@@ -117,7 +119,7 @@ def _weight_grads(
     cfg: _Config,
     norm: tuple[Tensor, Tensor, Tensor, Tensor] | None,
 ) -> tuple[Tensor | None, Tensor | None]:
-    """(dL/dW float32 (None unless needs[1]), dL/dscale (None unless needs[3])) from ``dwe``, the
+    """(dL/dW in dwe's dtype (None unless needs[1]), dL/dscale (None unless needs[3])) from ``dwe``, the
     gradient w.r.t. W_eff of the *sum* of token losses (None: neither is needed). The factor ``g``
     (incoming gradient / kept count) is folded into the one in-place pass that scales ``dwe`` anyway
     (a V x d pass fewer); ``norm``: ``_row_norm_scale``'s, when the head has a norm power."""
@@ -135,7 +137,7 @@ def _sqnorm_grads(
     adds dL/dW_v += 2 c dL/db_v W_v into ``dw`` in place (when given)."""
     dc = None
     if need_coef:
-        dc = torch.dot(db, sq.float()).to(coef.dtype)
+        dc = torch.dot(db, sq.to(db.dtype)).to(coef.dtype)
     if dw is not None:
-        dw.addcmul_(weight.float(), (db * (2.0 * coef.float())).unsqueeze(1))
+        dw.addcmul_(weight.to(db.dtype), (db * (2.0 * coef.to(db.dtype))).unsqueeze(1))
     return dc

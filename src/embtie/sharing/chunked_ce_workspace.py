@@ -25,19 +25,19 @@ class _Workspace:
     """
 
     def __init__(self, rows: int, v: int, d: int, cfg: _Config, device: torch.device) -> None:
-        f32, cd = torch.float32, cfg.compute_dtype
+        acc, cd = cfg.acc_dtype, cfg.compute_dtype  # float32 (float64 for float64)
         self.rows, self.v, self.d, self.device = rows, v, d, device
-        self.z = torch.empty(rows, v, dtype=f32, device=device)  # logits, or tanh(u / cap)
-        self.lp = torch.empty(rows, v, dtype=f32, device=device)  # log-probabilities -> dz
-        self.u = None if cd == f32 else torch.empty(rows, v, dtype=cd, device=device)  # matmul out / dz
+        self.z = torch.empty(rows, v, dtype=acc, device=device)  # logits, or tanh(u / cap)
+        self.lp = torch.empty(rows, v, dtype=acc, device=device)  # log-probabilities -> dz
+        self.u = None if cd == acc else torch.empty(rows, v, dtype=cd, device=device)  # matmul out / dz
         self.zc: Tensor | None = None  # soft-cap input (allocated when a capped head comes)
         self.dw: Tensor | None = None  # (V, d_t) product buffer for dW in a low-precision compute dtype
 
     def ensure(self, cfg: _Config, dw: bool) -> _Workspace:
         """Add the buffers this call needs that earlier calls did not (kept for later calls)."""
         if cfg.cap is not None and self.zc is None:
-            self.zc = torch.empty(self.rows, self.v, dtype=torch.float32, device=self.device)
-        if dw and cfg.compute_dtype != torch.float32 and self.dw is None:
+            self.zc = torch.empty(self.rows, self.v, dtype=cfg.acc_dtype, device=self.device)
+        if dw and cfg.compute_dtype != cfg.acc_dtype and self.dw is None:
             self.dw = torch.empty(self.v, self.d, dtype=cfg.compute_dtype, device=self.device)
         return self
 
@@ -85,9 +85,9 @@ _ONES: dict[tuple, Tensor] = {}
 
 
 def _ones(n: int, like: Tensor) -> Tensor:
-    """A cached float32 vector of n ones on like's device."""
-    key = (like.device,)
+    """A cached vector of n ones of like's dtype on like's device."""
+    key = (like.device, like.dtype)
     v = _ONES.get(key)
     if v is None or v.shape[0] < n:
-        v = _ONES[key] = torch.ones(n, dtype=torch.float32, device=like.device)
+        v = _ONES[key] = torch.ones(n, dtype=like.dtype, device=like.device)
     return v[:n]

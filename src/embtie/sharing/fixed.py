@@ -100,14 +100,15 @@ class Fixed(FixedTargets):
 def hadamard_entries(rows: Tensor, cols: Tensor) -> Tensor:
     """Entries H[i, j] = (-1)^popcount(i & j) of the Sylvester Hadamard matrix, for 1-D index tensors.
 
-    Returns a (len(rows), len(cols)) float tensor of +-1, without building the whole matrix.
+    Returns a (len(rows), len(cols)) tensor of +-1 in the default dtype (like every other strategy's
+    tensors), without building the whole matrix.
     """
     x = rows.view(-1, 1) & cols.view(1, -1)
     parity = torch.zeros_like(x)
     while bool(x.any()):
         parity ^= x & 1
         x = x >> 1
-    return 1.0 - 2.0 * parity.float()
+    return 1.0 - 2.0 * parity.to(torch.get_default_dtype())
 
 
 @register

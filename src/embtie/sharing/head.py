@@ -109,9 +109,16 @@ class Head:
         return apply_softcap(z, self.softcap)
 
 
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype reductions over a tensor of ``dtype`` accumulate in: at least float32 (float32 for
+    float32, bfloat16 and float16; float64 for float64)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 def row_norm(w: Tensor, eps: float = 1e-12) -> Tensor:
-    """(V, d) -> (V,) L2 norm of each row, accumulated in float32 (no float copy of w), clamped away from zero."""
-    return torch.linalg.vector_norm(w, dim=-1, dtype=torch.float32).clamp_min(eps).to(w.dtype)
+    """(V, d) -> (V,) L2 norm of each row, accumulated in at least float32 (no float copy of w), clamped
+    away from zero."""
+    return torch.linalg.vector_norm(w, dim=-1, dtype=accumulation_dtype(w.dtype)).clamp_min(eps).to(w.dtype)
 
 
 def apply_softcap(z: Tensor, cap: float | None) -> Tensor:

@@ -12,12 +12,13 @@ to change the default.
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from embtie.errors import ConfigError
+from embtie.errors import ConfigError, DataError
 from embtie.sharing.chunked_ce import chunked_cross_entropy
-from embtie.sharing.head import Head
+from embtie.sharing.head import Head, accumulation_dtype
 
 IMPLS = ("auto", "plain", "chunked", "recompute")
 DEFAULT_IMPL = "auto"
@@ -27,9 +28,24 @@ AUTO_PLAIN_MAX_LOGITS = 1 << 20
 def plain_cross_entropy(
     head: Head, x: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0
 ) -> Tensor:
-    """The reference: F.cross_entropy on the full (N, V) float32 logits. x: (N, d_t); targets: (N,)."""
+    """The reference: F.cross_entropy on the full (N, V) logits in at least float32 (float64 ones stay
+    float64). x: (N, d_t); targets: (N,)."""
     logits = head.logits(x)
-    return F.cross_entropy(logits.float(), targets, ignore_index=ignore_index, label_smoothing=label_smoothing)
+    logits = logits.to(accumulation_dtype(logits.dtype))
+    return F.cross_entropy(logits, targets, ignore_index=ignore_index, label_smoothing=label_smoothing)
+
+
+def check_targets(targets: Tensor, vocab_size: int, ignore_index: int) -> None:
+    """A DataError naming the first target id outside [0, V) that is not ``ignore_index`` (a host sync)."""
+    kept = targets[targets != ignore_index]
+    if kept.numel() == 0:
+        return  # every token ignored: the mean is 0 / 0 = nan, as F.cross_entropy gives
+    lo, hi = int(kept.min()), int(kept.max())
+    if lo < 0 or hi >= vocab_size:
+        raise DataError(
+            f"target id {lo if lo < 0 else hi} is outside the vocabulary [0, {vocab_size}); "
+            f"fix the data or mark padding with ignore_index={ignore_index}"
+        )
 
 
 def cross_entropy(
@@ -48,8 +64,15 @@ def cross_entropy(
     Returns a scalar. With label smoothing eps the target distribution is (1-eps) one-hot + eps/V.
     ``impl``: one of IMPLS (None: DEFAULT_IMPL); ``chunk_size``: tokens per chunk for the chunked ones.
     """
+    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+        raise TypeError(f"targets must be integer token ids (torch.long), not {targets.dtype}")
     if x.shape[:-1] != targets.shape:
         raise ValueError(f"hidden states {tuple(x.shape)} and targets {tuple(targets.shape)} do not match")
+    if targets.numel() == 0:
+        raise ValueError(
+            f"no tokens: hidden states {tuple(x.shape)} and targets {tuple(targets.shape)} are empty, "
+            "and a mean over zero tokens is undefined"
+        )
     impl = DEFAULT_IMPL if impl is None else impl
     if impl not in IMPLS:
         raise ConfigError(f"loss impl={impl!r} is unknown; choose one of: {', '.join(IMPLS)}")
@@ -59,6 +82,8 @@ def cross_entropy(
     if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
         impl = "plain"
     if impl == "plain":
+        if t1.device.type == "cpu":  # free here; on a GPU the kernel's own assert catches it (no host sync)
+            check_targets(t1, head.vocab_size, ignore_index)
         return plain_cross_entropy(head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing)
     return chunked_cross_entropy(
         head,

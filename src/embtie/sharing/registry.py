@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,9 @@ def get(name: str) -> type[SharingStrategy]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError(f"unknown strategy {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown strategy {name!r}{hint}; choose one of: {', '.join(_REGISTRY)}") from None
 
 
 def accepted_options(name: str) -> list[str]:
@@ -58,7 +61,9 @@ def build(name: str, vocab_size: int, dim: int, **options: Any) -> SharingStrate
     valid = accepted_options(name)
     unknown = [k for k in options if k not in valid]
     if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), valid, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(
-            f"unknown option {unknown[0]!r} for strategy {name!r}; valid options: {', '.join(sorted(valid))}"
+            f"unknown option {unknown[0]!r} for strategy {name!r}{hint}; valid options: {', '.join(sorted(valid))}"
         )
     return get(name)(vocab_size, dim, **options)

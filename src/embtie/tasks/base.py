@@ -11,6 +11,7 @@ modelling (``lm``) and translation:
   to the next (an LSTM's hidden state; ``None`` for stateless models) and saved in checkpoints.
 - ``evaluate(model, split, path)``: metrics of a split (``{"loss", "ppl", "tokens", ...}``), token-weighted.
 - ``save(run_dir)`` / ``load(cfg, run_dir)``: the vocabulary, kept with the run.
+- ``check_data(cfg)``: the data files are there and intact (``embtie train`` asks before it writes anything).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Task(ABC):
     name: ClassVar[str] = ""
     data_config: ClassVar[type]
     """the dataclass of the config's ``data`` section."""
+    metrics: ClassVar[tuple[str, ...]] = ("loss",)
+    """validation metrics ``score`` computes (``train.monitor`` must be one of them)."""
 
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
@@ -52,6 +55,11 @@ class Task(ABC):
     @classmethod  # noqa: B027 - optional hook
     def check_config(cls, cfg: RunConfig) -> None:
         """Cross-section checks (e.g. sequence length vs the model's max_len); raise ConfigError."""
+
+    @classmethod  # noqa: B027 - optional hook
+    def check_data(cls, cfg: RunConfig) -> None:
+        """Check, before anything is written, that the data ``cfg`` trains on is there and intact (cheap:
+        existence and checksums, cached per process); raise DataError naming the file otherwise."""
 
     # ------------------------------------------------------------------ model
     @abstractmethod
@@ -88,6 +96,13 @@ class Task(ABC):
         self, model: nn.Module, split: str = "valid", path: str | Path | None = None, max_batches: int | None = None
     ) -> dict[str, Any]:
         """Token-weighted metrics of ``split`` (or of the user file ``path``): at least loss, ppl, tokens."""
+
+    def score(self, model: nn.Module, metric: str, result: dict[str, Any]) -> float:
+        """The validation ``metric`` (one of ``metrics``) of ``model``, given the ``evaluate`` result of
+        the same validation (the loss is read from it; other metrics may decode)."""
+        if metric != "loss":
+            raise ValueError(f"task {self.name!r} has no validation metric {metric!r}")
+        return float(result["loss"])
 
     # ------------------------------------------------------------------ run directory
     def save(self, run_dir: Path) -> None:  # noqa: B027 - optional hook

@@ -18,9 +18,10 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from embtie import models, sharing
+from embtie import models, progress, sharing
 from embtie.config import RunConfig
-from embtie.data.lm import Vocab, load_tokens
+from embtie.data.files import data_root, verify
+from embtie.data.lm import Vocab, load_tokens, split_file
 from embtie.errors import ConfigError, DataError
 from embtie.metrics import LossMeter
 from embtie.runtime import autocast
@@ -61,14 +62,23 @@ class LMBatch:
     """(B, T) long next-token ids."""
 
 
-@lru_cache(maxsize=8)
 def _tokens(dataset: str, split: str) -> tuple[str, ...]:
-    return tuple(load_tokens(dataset, split))
+    """The tokens of a split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
+    return _tokens_at(str(data_root()), dataset, split)
+
+
+@lru_cache(maxsize=8)
+def _tokens_at(root: str, dataset: str, split: str) -> tuple[str, ...]:
+    return tuple(load_tokens(dataset, split, root=Path(root)))
+
+
+def _train_vocab(dataset: str) -> Vocab:
+    return _train_vocab_at(str(data_root()), dataset)
 
 
 @lru_cache(maxsize=4)
-def _train_vocab(dataset: str) -> Vocab:
-    return Vocab.from_tokens(list(_tokens(dataset, "train")))
+def _train_vocab_at(root: str, dataset: str) -> Vocab:
+    return Vocab.from_tokens(list(_tokens_at(root, dataset, "train")))
 
 
 def encode(vocab: Vocab, tokens: list[str] | tuple[str, ...]) -> Tensor:
@@ -108,6 +118,13 @@ class LMTask(Task):
             raise ConfigError(
                 f"data.shuffle=true breaks the hidden state that model {cfg.model.name!r} carries; set it false"
             )
+
+    @classmethod
+    def check_data(cls, cfg: RunConfig) -> None:
+        root = data_root()
+        for split in ("train", "valid"):
+            f = split_file(cfg.data.dataset, split)
+            verify(f.path(root), f.sha256)
 
     # ------------------------------------------------------------------ model
     def build_model(self) -> nn.Module:
@@ -204,7 +221,8 @@ class LMTask(Task):
         meter = LossMeter()
         t = self.data.bptt
         try:
-            for n, s in enumerate(range(0, data.shape[1] - 1, t)):
+            starts = range(0, data.shape[1] - 1, t)
+            for n, s in enumerate(progress.bar(starts, desc=f"eval {split}", unit="batch")):
                 if max_batches is not None and n >= max_batches:
                     break
                 x = data[:, s : s + t].to(device)
@@ -228,5 +246,13 @@ class LMTask(Task):
     @classmethod
     def load(cls, cfg: RunConfig, run_dir: Path) -> LMTask:
         p = Path(run_dir) / "vocab.json"
-        vocab = Vocab.from_json(json.loads(p.read_text(encoding="utf-8"))) if p.is_file() else None
+        vocab = None
+        if p.is_file():
+            try:
+                vocab = Vocab.from_json(json.loads(p.read_text(encoding="utf-8")))
+            except (ValueError, KeyError, TypeError) as e:  # not JSON, not UTF-8, or not {"itos": [...]}
+                raise DataError(
+                    f"{p} is damaged ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); delete it "
+                    "to rebuild the vocabulary from the training data, or restore it"
+                ) from None
         return cls(cfg, vocab)

@@ -19,7 +19,16 @@ def register(cls: type[Task]) -> type[Task]:
     if not cls.name:
         raise TypeError(f"{cls.__qualname__} has no name")
     _TASKS[cls.name] = cls
-    config.register_task_section(cls.name, cls.data_config, cls.check_config)
+
+    def check(cfg: config.RunConfig) -> None:
+        if cfg.train.monitor not in cls.metrics:
+            raise ConfigError(
+                f"train.monitor={cfg.train.monitor} is not a validation metric of task {cls.name!r}; "
+                f"choose one of: {', '.join(cls.metrics)}"
+            )
+        cls.check_config(cfg)
+
+    config.register_task_section(cls.name, cls.data_config, check)
     return cls
 
 

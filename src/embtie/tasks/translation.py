@@ -25,11 +25,12 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from embtie import models, sharing
+from embtie import models, progress, sharing
 from embtie.bleu import corpus_scores
 from embtie.config import RunConfig
 from embtie.data.batching import BucketedPairs, PairBatch, make_batch, source_tensor, token_batches
-from embtie.data.mt import ParallelText, load_parallel, load_user_files
+from embtie.data.files import data_root, verify
+from embtie.data.mt import ParallelText, check_pair, load_parallel, load_user_files, split_files
 from embtie.data.subwords import PAD, Subwords, train_subwords
 from embtie.decode import translate_ids
 from embtie.errors import ConfigError, DataError
@@ -67,6 +68,8 @@ class MTDataConfig:
     """training pairs with a side longer than this many subwords are dropped."""
     train_pairs: int | None = None
     """use only the first N training pairs (tests, quick runs); the subwords are learned on them too."""
+    valid_pairs: int | None = None
+    """use only the first N pairs of the validation split (tests, quick runs)."""
     label_smoothing: float = 0.1
     beam: int = 5
     lenpen: float = 1.0
@@ -84,15 +87,22 @@ class MTDataConfig:
             raise ConfigError("give both data.train_src_file and data.train_tgt_file, or neither")
         if self.train_pairs is not None and self.train_pairs < 1:
             raise ConfigError(f"data.train_pairs={self.train_pairs} must be >= 1 (or null for all)")
+        if self.valid_pairs is not None and self.valid_pairs < 1:
+            raise ConfigError(f"data.valid_pairs={self.valid_pairs} must be >= 1 (or null for all)")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ConfigError(f"data.label_smoothing={self.label_smoothing} must be in [0, 1)")
         if self.lenpen < 0 or self.max_len_ratio < 0 or self.max_len_extra < 0:
             raise ConfigError("data.lenpen, data.max_len_ratio and data.max_len_extra must be >= 0")
 
 
-@lru_cache(maxsize=8)
 def _parallel(dataset: str, split: str, src: str, tgt: str) -> ParallelText:
-    return load_parallel(dataset, split, src, tgt)
+    """A split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
+    return _parallel_at(str(data_root()), dataset, split, src, tgt)
+
+
+@lru_cache(maxsize=8)
+def _parallel_at(root: str, dataset: str, split: str, src: str, tgt: str) -> ParallelText:
+    return load_parallel(dataset, split, src, tgt, root=Path(root))
 
 
 SUBWORD_FILES = {"joint": ("spm.model",), "separate": ("spm.src.model", "spm.tgt.model")}
@@ -104,6 +114,7 @@ class TranslationTask(Task):
 
     name = "translation"
     data_config = MTDataConfig
+    metrics = ("loss", "bleu")
 
     def __init__(self, cfg: RunConfig, subwords: tuple[Subwords, Subwords] | None = None) -> None:
         super().__init__(cfg)
@@ -119,6 +130,18 @@ class TranslationTask(Task):
             raise ConfigError(
                 f"model {cfg.model.name!r} is not a translation model; use model.name=transformer or model.name=rnn"
             )
+
+    @classmethod
+    def check_data(cls, cfg: RunConfig) -> None:
+        d: MTDataConfig = cfg.data
+        if d.train_src_file is not None:
+            load_user_files(d.train_src_file, d.train_tgt_file, "data.train_src_file", "data.train_tgt_file")
+        splits = [d.valid_split] if d.train_src_file is not None else [d.train_split, d.valid_split]
+        check_pair(d.dataset, d.src_lang, d.tgt_lang)
+        root = data_root()
+        for split in splits:
+            for f in split_files(d.dataset, split).values():
+                verify(f.path(root), f.sha256)
 
     # ------------------------------------------------------------------ subwords
     def _train_text(self) -> ParallelText:
@@ -195,7 +218,10 @@ class TranslationTask(Task):
         if src_file is not None:
             return load_user_files(src_file, ref_file)
         d = self.data
-        return _parallel(d.dataset, split, d.src_lang, d.tgt_lang)
+        pt = _parallel(d.dataset, split, d.src_lang, d.tgt_lang)
+        if split == d.valid_split and d.valid_pairs is not None:
+            pt = ParallelText(pt.src[: d.valid_pairs], pt.ref[: d.valid_pairs] if pt.ref else None)
+        return pt
 
     def _encoded(self, texts: ParallelText, key: tuple) -> tuple[list[list[int]], list[list[int]]]:
         if key not in self._eval_cache:
@@ -248,7 +274,8 @@ class TranslationTask(Task):
         lenpen: float | None = None,
         max_tokens: int | None = None,
     ) -> list[str]:
-        """Detokenized translations of ``sentences`` (batched by length, returned in input order)."""
+        """Detokenized translations of ``sentences`` (batched by length, returned in input order); an empty
+        (or blank) sentence translates to an empty line, so outputs stay line-aligned with the input."""
         d = self.data
         beam = d.beam if beam is None else beam
         lenpen = d.lenpen if lenpen is None else lenpen
@@ -259,10 +286,12 @@ class TranslationTask(Task):
         model.eval()
         ids = self.src_sw.encode_batch(sentences)
         budget = max_tokens or max(d.eval_max_tokens // max(beam, 1), 64)
-        order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+        order = sorted((i for i in range(len(ids)) if ids[i]), key=lambda i: (len(ids[i]), i))
         out: list[str] = [""] * len(ids)
+        bar = progress.bar(total=len(order), desc=f"beam {beam}", unit="sent")
         try:
             for idx in token_batches([len(s) + 1 for s in ids], budget, order):
+                bar.update(len(idx))
                 src = source_tensor([ids[i] for i in idx]).to(device)
                 with autocast(device, self.cfg.train.precision):
                     hyps = translate_ids(
@@ -272,8 +301,16 @@ class TranslationTask(Task):
                 for i, h in zip(idx, hyps):
                     out[i] = self.tgt_sw.decode(h)
         finally:
+            bar.close()
             model.train(was_training)
         return out
+
+    def score(self, model: nn.Module, metric: str, result: dict[str, Any]) -> float:
+        """``bleu``: sacreBLEU of greedy translations of the validation split (fast enough to run at every
+        validation; the final evaluation uses the configured beam)."""
+        if metric != "bleu":
+            return super().score(model, metric, result)
+        return float(self.evaluate_translation(model, "valid", beam=1)["bleu"])
 
     def evaluate_translation(
         self,

@@ -6,10 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from embtie import checkpoint, runtime
-from embtie.config import RunConfig, config_from_dict
+from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
 from embtie.errors import ConfigError
 
 RESUME_IGNORED = {"train.progress"}
@@ -42,7 +40,7 @@ def prepare(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
     the first difference otherwise)."""
     path = out / "config.yaml"
     if path.is_file():
-        old = config_from_dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+        old = config_from_dict(read_yaml_mapping(path, "run config"))
         diff = config_diff(old.to_dict(), cfg.to_dict())
         if diff:
             raise ConfigError(

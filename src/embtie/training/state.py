@@ -32,6 +32,16 @@ class TrainState:
     log_time: float = 0.0
     metrics_offset: int = 0
     """byte length of metrics.jsonl at the checkpoint (it is truncated back to it on resume)."""
+    best_metric: float | None = None
+    """best value of ``train.monitor`` so far, and its step (``embtie.training.monitor``)."""
+    best_metric_step: int | None = None
+    bad_validations: int = 0
+    """validations in a row without improvement of ``train.monitor``."""
+    lr_scale: float = 1.0
+    """factor of the plateau schedule on the learning rate."""
+    stopped_early: bool = False
+    nonfinite_skipped: int = 0
+    """steps skipped for a non-finite loss or gradient (``train.skip_nonfinite``)."""
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainState:

@@ -23,12 +23,12 @@ def summary_record(
     cfg: RunConfig,
     state: TrainState,
     counts: dict[str, int],
-    total: int,
+    steps: int,
     steps_per_epoch: int,
     elapsed: float,
     rt: runtime.Runtime,
 ) -> dict[str, Any]:
-    """The summary of a run whose final validation is ``state.last_eval``."""
+    """The summary of a run of ``steps`` steps whose final validation is ``state.last_eval``."""
     last = state.last_eval
     assert last is not None
     tokens_per_s = state.tokens_seen / state.train_time if state.train_time > 0 else None
@@ -45,10 +45,15 @@ def summary_record(
         **counts,
         "tokens_per_s": tokens_per_s,
         "tokens_seen": state.tokens_seen,
-        "steps": total,
-        "epochs": total / steps_per_epoch,
+        "steps": steps,
+        "epochs": steps / steps_per_epoch,
         "train_time_s": state.train_time,
         "elapsed_s": elapsed,
+        "nonfinite_skipped": state.nonfinite_skipped,
+        "monitor": cfg.train.monitor,
+        "best_metric": state.best_metric,
+        "best_metric_step": state.best_metric_step,
+        "stopped_early": state.stopped_early,
         "world_size": rt.world_size,
         "device": str(rt.device),
         "finished": True,

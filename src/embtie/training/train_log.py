@@ -54,9 +54,10 @@ class TrainLog:
         return loss
 
     def valid(self, step: int, res: dict[str, Any], elapsed: float) -> None:
-        """The record of a validation at ``step`` (rank 0's result)."""
+        """The record of a validation at ``step`` (rank 0's result; metrics beyond the loss, e.g. bleu, too)."""
+        extra = {k: v for k, v in res.items() if k not in ("step", "full", "loss", "ppl", "tokens")}
         self.metrics.write({"step": step, "split": "valid", "loss": res["loss"], "ppl": res["ppl"],
-                            "tokens": res["tokens"], "elapsed": elapsed})  # fmt: skip
+                            "tokens": res["tokens"], **extra, "elapsed": elapsed})  # fmt: skip
 
     def save_into(self, state: TrainState) -> None:
         """Copy the open window into ``state`` (for a checkpoint), so that a resume continues it."""

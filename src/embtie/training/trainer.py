@@ -21,13 +21,12 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
-from embtie import checkpoint, runtime, tasks
+from embtie import checkpoint, progress, runtime, tasks
 from embtie.config import RunConfig
 from embtie.optim import build_optimizer, lr_factor, set_lr, total_steps
 from embtie.progress import MetricsLog
-from embtie.training import checkpointing
+from embtie.training import checkpointing, monitor, nonfinite
 from embtie.training.clock import Clock
 from embtie.training.objective import Objective
 from embtie.training.state import TrainState
@@ -45,6 +44,7 @@ class Trainer:
     def setup(self) -> None:
         """Task, model, optimizer, schedule length; the newest checkpoint restored, or a fresh start."""
         cfg, rt = self.cfg, self.rt
+        ckpt = checkpointing.resumable(self.out, rt.rank)  # before anything is written to the run
         torch.manual_seed(cfg.seed)
         self.task = tasks.get(cfg.task)(cfg)
         if rt.is_main:
@@ -54,19 +54,18 @@ class Trainer:
         self.steps_per_epoch = self.task.steps_per_epoch(rt.world_size)
         self.total = total_steps(self.tc, self.steps_per_epoch)
         metrics = MetricsLog(self.out, enabled=rt.is_main)
-        restored = checkpointing.restore(self.out, self.model, self.optimizer, self.task, rt)
-        if restored is None:
+        if ckpt is None:
             self.state, self.carry = TrainState(), None
             metrics.truncate(0)
             torch.manual_seed(cfg.seed * 7919 + 1 + rt.rank)  # dropout streams differ between processes
         else:
-            self.state, self.carry = restored
+            self.state, self.carry = checkpointing.restore(ckpt, self.model, self.optimizer, self.task, rt)
             metrics.truncate(self.state.metrics_offset)
         self.objective = self._wrap(Objective(self.model, self.task))
         self.counts = param_counts(self.model)
         self.clock = Clock(self.state.elapsed, rt.device)
-        bar = tqdm(total=self.total, initial=self.state.step, disable=not (rt.is_main and self.tc.progress),
-                   desc=f"{cfg.sharing.name}", dynamic_ncols=True, leave=True)  # fmt: skip
+        bar = progress.bar(total=self.total, desc=cfg.sharing.name, unit="step", leave=True, initial=self.state.step,
+                           enabled=rt.is_main and self.tc.progress)  # fmt: skip
         self.log = TrainLog(metrics, self.state, rt, bar)
 
     def _wrap(self, objective: nn.Module) -> nn.Module:
@@ -82,7 +81,7 @@ class Trainer:
     def fit(self) -> None:
         """Train from the current step to the last one."""
         self.model.train()
-        while self.state.step < self.total:
+        while self.state.step < self.total and not self.state.stopped_early:
             lr = self.train_step()
             self.after_step(lr)
         self.log.bar.close()
@@ -94,16 +93,20 @@ class Trainer:
         if index == 0:
             self.carry = self.task.init_carry(self.model, rt.rank, rt.world_size, rt.device)
         batch = self.task.train_batch(epoch, index, rt.rank, rt.world_size, rt.device)
-        lr = tc.lr * lr_factor(st.step, tc, self.total, self.steps_per_epoch)
+        lr = tc.lr * lr_factor(st.step, tc, self.total, self.steps_per_epoch) * st.lr_scale
         set_lr(self.optimizer, lr)
         with runtime.autocast(rt.device, tc.precision):
             obj, ce, ntok, self.carry = self.objective(batch, self.carry)
         obj.backward()
-        if tc.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
-        self.optimizer.step()
+        gnorm = nonfinite.grad_norm(self.model, tc.grad_clip)
+        finite = nonfinite.step_is_finite(obj, gnorm, rt)
+        if finite:
+            self.optimizer.step()
+        else:
+            self._skip_nonfinite(obj, gnorm)
         self.optimizer.zero_grad(set_to_none=True)
-        self.log.add(ce, ntok)
+        if finite:
+            self.log.add(ce, ntok)
         if st.step == 0:
             st.step0_loss = self.log.first_step(ce, ntok, lr, self.clock.elapsed())
         st.step += 1
@@ -111,12 +114,23 @@ class Trainer:
         st.tokens_seen += ntok * rt.world_size
         return lr
 
+    def _skip_nonfinite(self, obj: torch.Tensor, gnorm: torch.Tensor) -> None:
+        """A step with a non-finite loss or gradient: no update; stop, unless ``skip_nonfinite`` allows more."""
+        st = self.state
+        if st.nonfinite_skipped >= self.tc.skip_nonfinite:
+            self.log.bar.close()
+            raise nonfinite.step_error(st.step, obj, gnorm, self.tc, self.out)
+        st.nonfinite_skipped += 1
+        progress.note(self.log.bar, f"step {st.step}: non-finite loss or gradient, step skipped "
+                           f"({st.nonfinite_skipped} of {self.tc.skip_nonfinite} allowed)")  # fmt: skip
+
     def after_step(self, lr: float) -> None:
         """The train record every ``log_every`` steps; validation and checkpoints when they are due
         (neither counts as training time)."""
         st, tc, spe = self.state, self.tc, self.steps_per_epoch
         step, last = st.step, st.step == self.total
-        if step % tc.log_every == 0 or last:
+        logged = step % tc.log_every == 0 or last
+        if logged:
             self._book_training_time()
             st.last_train_loss = self.log.flush(step, spe, lr, self.clock.elapsed())
         epoch_end = step % spe == 0
@@ -131,9 +145,11 @@ class Trainer:
             self.validate(None)
         elif periodic:
             res = self.validate(tc.eval_batches)
-            if res is not None:
+            if res is not None and not self.log.bar.disable:
                 self.log.bar.write(f"step {step}: valid ppl {res['ppl']:.2f}")
-        if ckpt_due:
+        if st.stopped_early and not logged:
+            st.last_train_loss = self.log.flush(step, spe, lr, self.clock.elapsed())
+        if ckpt_due or st.stopped_early:
             self.save_checkpoint()
         self.clock.restart()
 
@@ -151,21 +167,49 @@ class Trainer:
             out = self.task.evaluate(self.model, "valid", max_batches=max_batches)
             res = {"step": self.state.step, "full": max_batches is None, "loss": out["loss"], "ppl": out["ppl"],
                    "tokens": out["tokens"]}  # fmt: skip
-            self.log.valid(self.state.step, res, self.clock.elapsed())
             self.on_validation(res)
+            self.log.valid(self.state.step, res, self.clock.elapsed())
         runtime.barrier(self.rt)
+        self._share_decisions()
         return res
 
     def on_validation(self, res: dict[str, Any]) -> None:
-        """React to a validation result (rank 0): keep the best and the newest."""
-        st = self.state
+        """React to a validation result (rank 0): keep the best and the newest; score ``train.monitor``
+        (added to ``res`` when it is not the loss) and apply model selection: the best checkpoint, the
+        plateau schedule, early stopping (``embtie.training.monitor``)."""
+        st, tc = self.state, self.tc
         if st.best_valid_ppl is None or res["ppl"] < st.best_valid_ppl:
             st.best_valid_ppl, st.best_valid_step = res["ppl"], res["step"]
         st.last_eval = res
+        value = self.task.score(self.model, tc.monitor, res)
+        if tc.monitor != "loss":
+            res[tc.monitor] = value
+        decision = monitor.update(st, value, res["step"], tc)
+        if decision.improved and monitor.selects_models(tc):
+            checkpoint.save_named(self.out, "best", self.model, {"step": res["step"], tc.monitor: value})
+        if decision.decayed:
+            progress.note(self.log.bar, f"step {res['step']}: no better {tc.monitor} in {st.bad_validations} "
+                          f"validations, lr x{tc.decay_factor:g} (now x{st.lr_scale:.4g})")  # fmt: skip
+        if decision.stop:
+            progress.note(self.log.bar, f"step {res['step']}: early stop, no better {tc.monitor} in "
+                          f"{st.bad_validations} validations (best {st.best_metric:.4g} at step "
+                          f"{st.best_metric_step}, in checkpoints/best)")  # fmt: skip
+
+    def _share_decisions(self) -> None:
+        """Rank 0's plateau and early-stopping decisions, to every process (all take the same branches)."""
+        if not self.rt.distributed:
+            return
+        st, main = self.state, self.rt.is_main
+        scale, stop = runtime.all_reduce_sum([st.lr_scale if main else 0.0, float(st.stopped_early and main)], self.rt)
+        st.lr_scale, st.stopped_early = scale, stop > 0
 
     # ------------------------------------------------------------------ checkpoints and the end
     def save_checkpoint(self) -> None:
-        """Checkpoint the current step (atomically; the newest ``keep_checkpoints`` stay)."""
+        """Checkpoint the current step (atomically; the newest ``keep_checkpoints`` stay); weights that are
+        not finite are never written (``NonFiniteError``)."""
+        if not nonfinite.weights_are_finite(self.model):
+            self.log.bar.close()
+            raise nonfinite.weights_error(self.state.step, self.tc, self.out)
         self.state.elapsed = self.clock.elapsed()
         self.log.save_into(self.state)
         extra = {"world_size": self.rt.world_size, "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total}
@@ -176,12 +220,12 @@ class Trainer:
         """Validate on the whole split if the last step has no such validation yet (a run resumed after
         its final checkpoint), write summary.json and return the summary (every process)."""
         last = self.state.last_eval
-        missing = self.rt.is_main and (last is None or last["step"] != self.total or not last["full"])
+        missing = self.rt.is_main and (last is None or last["step"] != self.state.step or not last["full"])
         if runtime.all_reduce_sum([float(missing)], self.rt)[0] > 0:  # every rank takes the same branch
             self.validate(None)
         summary: dict[str, Any] = {}
         if self.rt.is_main:
-            summary = summary_record(self.cfg, self.state, self.counts, self.total, self.steps_per_epoch,
+            summary = summary_record(self.cfg, self.state, self.counts, self.state.step, self.steps_per_epoch,
                                      self.clock.elapsed(), self.rt)  # fmt: skip
             checkpoint.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
         self.log.metrics.close()

@@ -1,0 +1,95 @@
+"""Checks shared by the subcommands: a ``--device`` argument, the ``--out`` folder of a run, text on stdin."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from embtie.errors import ConfigError, DataError
+
+
+def device_arg(text: str) -> str:
+    """argparse ``type=`` for ``--device``: cpu, cuda or cuda:N that exists on this machine."""
+    import torch
+
+    try:
+        dev = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device; use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError(f"{text!r}: no CUDA GPU is available here; use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), numbered from 0"
+            )
+    elif dev.type != "cpu":
+        raise argparse.ArgumentTypeError(f"{text!r} is not supported; use cpu, cuda or cuda:N")
+    return text
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type=`` for counts that must be >= 1 (``--beam``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def read_run_config(run_dir: str | Path):
+    """The config of a run directory, read before anything heavier: a damaged config.yaml is a one-line
+    ConfigError naming the file (a missing one: "not a run directory", from ``embtie.runs.read_config``)."""
+    from embtie.config import config_from_dict, read_yaml_mapping
+    from embtie.runs import read_config
+
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        return read_config(run_dir)
+    raw = read_yaml_mapping(path, "run config")
+    try:
+        return config_from_dict(raw)
+    except ConfigError as e:
+        raise ConfigError(f"run config {path}: {e}") from None
+
+
+def check_out_dir(out: Path) -> None:
+    """``--out`` must be a folder (new or existing) under a folder this process can write to."""
+    if out.exists():
+        if not out.is_dir():
+            raise ConfigError(f"--out {out} is a file, not a folder; give a new folder or an existing run directory")
+        if (out / "config.yaml").exists():
+            read_run_config(out)  # a damaged config.yaml of the run to resume: one line naming it
+        return
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--out {out}: {parent} is a file, not a folder; give a path under a folder")
+    effective = os.access in os.supports_effective_ids  # the permissions this process acts with
+    if not os.access(parent, os.W_OK | os.X_OK, effective_ids=effective):
+        raise ConfigError(f"--out {out}: cannot create it, {parent} is not writable; choose a folder you can write to")
+
+
+def read_stdin_lines(what: str = "stdin") -> list[str]:
+    """The lines of stdin, decoded as UTF-8 (a DataError naming the line otherwise), without line endings."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream without bytes underneath (e.g. io.StringIO)
+        return [line.rstrip("\r\n") for line in sys.stdin]
+    data = stream.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(
+            f"{what} is not UTF-8 text (byte {data[e.start]:#04x} on line {line}); "
+            "convert it, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+    lines = text.split("\n")  # only newlines end a sentence (not form feeds or U+2028 inside one)
+    if lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]

@@ -1,0 +1,75 @@
+"""Numerical faults: a loss or gradient that is not finite never reaches the weights or a checkpoint.
+
+Every step's loss and global gradient norm are checked (one host sync per step on a GPU, free on the
+CPU) before the optimizer step; under DDP the flag is summed over processes so that all of them take
+the same branch. A non-finite step either stops training with one line (``NonFiniteError``: the step,
+the value, the likely cause, the newest checkpoint on disk) or, with ``train.skip_nonfinite=N``, is
+skipped (no update) up to N times. Before a checkpoint is written the weights are checked too.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from embtie import checkpoint, runtime
+from embtie.config import TrainConfig
+from embtie.errors import EmbtieError
+
+
+class NonFiniteError(EmbtieError):
+    """Training met a loss, gradient or weight that is not finite and stopped before using it."""
+
+
+def grad_norm(model: nn.Module, clip: float | None) -> torch.Tensor:
+    """The global gradient 2-norm (a 0-d tensor), clipping the gradients to ``clip`` when given."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    if clip is not None:
+        return torch.nn.utils.clip_grad_norm_(params, clip)
+    if not params:
+        return torch.zeros(())
+    return torch.nn.utils.get_total_norm([p.grad for p in params])
+
+
+def step_is_finite(loss: torch.Tensor, gnorm: torch.Tensor, rt: runtime.Runtime) -> bool:
+    """Whether this step's loss and gradient norm are finite on every process."""
+    bad = float(not bool(torch.isfinite(loss.detach()).all() and torch.isfinite(gnorm).all()))
+    if rt.distributed:
+        bad = runtime.all_reduce_sum([bad], rt)[0]
+    return bad == 0
+
+
+def weights_are_finite(model: nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters() if p.is_floating_point())
+
+
+def _value(t: torch.Tensor) -> str:
+    v = float(t.detach().float())
+    return "nan" if math.isnan(v) else str(v)
+
+
+def _newest(out: Path) -> str:
+    ckpt = checkpoint.latest(out)
+    return f"the newest checkpoint, {ckpt}, is from before it" if ckpt else "no checkpoint was written"
+
+
+def step_error(step: int, loss: torch.Tensor, gnorm: torch.Tensor, tc: TrainConfig, out: Path) -> NonFiniteError:
+    """The one-line error of a non-finite step (counted from 0, before its update)."""
+    what = f"loss {_value(loss)}" if not bool(torch.isfinite(loss.detach()).all()) else f"gradient norm {_value(gnorm)}"
+    return NonFiniteError(
+        f"step {step}: {what} is not finite, training stopped before updating the weights; likely cause: a learning "
+        f"rate too high for this model (train.lr={tc.lr:g}, train.grad_clip={tc.grad_clip}) or a "
+        f"{'bf16' if tc.precision == 'bf16' else 'numerical'} overflow; {_newest(out)}; lower train.lr into a new "
+        "--out, or set train.skip_nonfinite=N to skip such steps"
+    )
+
+
+def weights_error(step: int, tc: TrainConfig, out: Path) -> NonFiniteError:
+    """The one-line error of weights that became non-finite by step ``step`` (no checkpoint written)."""
+    return NonFiniteError(
+        f"step {step}: the weights are no longer finite, so no checkpoint was written; likely cause: a learning rate "
+        f"too high for this model (train.lr={tc.lr:g}); {_newest(out)}; lower train.lr into a new --out"
+    )
