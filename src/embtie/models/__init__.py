@@ -4,7 +4,9 @@ Each model module registers itself (``@register(name, ConfigClass)``); importing
 available by name in configs (``model.name``).
 """
 
-from embtie.models import gpt, lstm_lm, rnn_mt, transformer_mt  # noqa: F401  (registers the models)
+# registration order = the order `unknown model` errors list them: the language models first
+from embtie.models import gpt, lstm_lm, rnn_mt, transformer_mt  # noqa: F401, I001  (registers the models)
+from embtie.models import conv_mt, convs2s  # noqa: F401  (registers lightconv, dynamicconv, convs2s)
 from embtie.models.registry import build, config_class, model_class, names, register
 
 __all__ = ["build", "config_class", "model_class", "names", "register"]

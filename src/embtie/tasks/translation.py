@@ -127,8 +127,9 @@ class TranslationTask(Task):
     @classmethod
     def check_config(cls, cfg: RunConfig) -> None:
         if not hasattr(cfg.model, "dim") or not hasattr(models.model_class(cfg.model.name), "start"):
+            seq2seq = [n for n in models.names() if hasattr(models.model_class(n), "start")]
             raise ConfigError(
-                f"model {cfg.model.name!r} is not a translation model; use model.name=transformer or model.name=rnn"
+                f"model {cfg.model.name!r} is not a translation model; use model.name= one of: {', '.join(seq2seq)}"
             )
 
     @classmethod
