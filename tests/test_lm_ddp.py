@@ -39,7 +39,9 @@ OVERRIDES = [
 ]
 
 
-def test_two_processes_match_one_process(tmp_path):
+@pytest.mark.parametrize("accumulate", [1, 2])
+def test_two_processes_match_one_process(tmp_path, accumulate):
+    overrides = [*OVERRIDES, f"train.accumulate={accumulate}"]  # 2: DDP all-reduces on the last micro-batch
     one, two = tmp_path / "one", tmp_path / "two"
     env = {**os.environ, "EMBTIE_DATA": DATA, "OMP_NUM_THREADS": "1"}
     torchrun = Path(sys.executable).with_name("torchrun")
@@ -52,7 +54,7 @@ def test_two_processes_match_one_process(tmp_path):
             "embtie",
             "train",
             "ptb-gpt-tiny",
-            *OVERRIDES,
+            *overrides,
             "--out",
             str(two),
         ],
@@ -60,7 +62,7 @@ def test_two_processes_match_one_process(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-    train(load_config("ptb-gpt-tiny", OVERRIDES), one)  # meanwhile, in this process
+    train(load_config("ptb-gpt-tiny", overrides), one)  # meanwhile, in this process
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out.decode()[-2000:]
 

@@ -112,6 +112,10 @@ class TrainConfig:
     """write a checkpoint every N steps (0: only at epoch ends); one is always written at the end."""
     keep_checkpoints: int = 1
     """keep the newest N checkpoints (checkpoint averaging, ``embtie average --last N``, needs N)."""
+    accumulate: int = 1
+    """gradient accumulation: each optimizer step runs this many consecutive batches (micro-batches) and
+    uses the mean of their gradients, so the effective batch is this many times the data's batch; an
+    epoch has ceil(batches / accumulate) steps, and every step-based option counts optimizer steps."""
     progress: bool = True
     """show a tqdm progress bar (rank 0 only)."""
     compile: bool = False
@@ -155,6 +159,8 @@ class TrainConfig:
             raise ConfigError(f"train.grad_clip={self.grad_clip} must be > 0 (or null for no clipping)")
         if self.plateau_patience < 1:
             raise ConfigError(f"train.plateau_patience={self.plateau_patience} must be >= 1")
+        if self.accumulate < 1:
+            raise ConfigError(f"train.accumulate={self.accumulate} must be >= 1 (1: no gradient accumulation)")
         if self.keep_checkpoints < 1:
             raise ConfigError(f"train.keep_checkpoints={self.keep_checkpoints} must be >= 1")
         if self.threads is not None and self.threads < 1:

@@ -14,6 +14,7 @@ writes the summary. Where new training features go:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,8 @@ class Trainer:
             self.task.save(self.out)
         self.model = self.task.build_model().to(rt.device)
         self.optimizer = build_optimizer(self.model, self.tc)
-        self.steps_per_epoch = self.task.steps_per_epoch(rt.world_size)
+        self.batches_per_epoch = self.task.steps_per_epoch(rt.world_size)
+        self.steps_per_epoch = -(-self.batches_per_epoch // self.tc.accumulate)
         self.total = total_steps(self.tc, self.steps_per_epoch)
         metrics = MetricsLog(self.out, enabled=rt.is_main)
         if ckpt is None:
@@ -87,17 +89,21 @@ class Trainer:
         self.log.bar.close()
 
     def train_step(self) -> float:
-        """One optimizer step on the next training batch of this process; returns its learning rate."""
+        """One optimizer step on the next training batch of this process (``train.accumulate``
+        consecutive micro-batches); returns its learning rate."""
         st, tc, rt = self.state, self.tc, self.rt
         epoch, index = divmod(st.step, self.steps_per_epoch)
         if index == 0:
             self.carry = self.task.init_carry(self.model, rt.rank, rt.world_size, rt.device)
-        batch = self.task.train_batch(epoch, index, rt.rank, rt.world_size, rt.device)
         lr = tc.lr * lr_factor(st.step, tc, self.total, self.steps_per_epoch) * st.lr_scale
         set_lr(self.optimizer, lr)
-        with runtime.autocast(rt.device, tc.precision):
-            obj, ce, ntok, self.carry = self.objective(batch, self.carry)
-        obj.backward()
+        if tc.accumulate == 1:
+            batch = self.task.train_batch(epoch, index, rt.rank, rt.world_size, rt.device)
+            with runtime.autocast(rt.device, tc.precision):
+                obj, ce, ntok, self.carry = self.objective(batch, self.carry)
+            obj.backward()
+        else:
+            obj, ce, ntok = self._accumulate(epoch, index)
         gnorm = nonfinite.grad_norm(self.model, tc.grad_clip)
         finite = nonfinite.step_is_finite(obj, gnorm, rt)
         if finite:
@@ -113,6 +119,27 @@ class Trainer:
         self.log.bar.update(1)
         st.tokens_seen += ntok * rt.world_size
         return lr
+
+    def _accumulate(self, epoch: int, index: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Forward and backward of the micro-batches of step ``index`` (batches index*k .. of the epoch,
+        fewer at its end), each scaled by 1/k: the gradient is the mean of theirs, as DDP's is over
+        processes. Returns (mean objective, token-weighted cross-entropy, tokens), detached."""
+        rt, k = self.rt, self.tc.accumulate
+        first = index * k
+        parts = range(first, min(first + k, self.batches_per_epoch))
+        obj_sum = nll = torch.zeros((), dtype=torch.float64, device=rt.device)
+        tokens = 0
+        for j, b in enumerate(parts):
+            batch = self.task.train_batch(epoch, b, rt.rank, rt.world_size, rt.device)
+            sync = j == len(parts) - 1 or not rt.distributed  # DDP all-reduces on the last one only
+            with contextlib.nullcontext() if sync else self.objective.no_sync():
+                with runtime.autocast(rt.device, self.tc.precision):
+                    obj, ce, ntok, self.carry = self.objective(batch, self.carry)
+                (obj / len(parts)).backward()
+            obj_sum = obj_sum + obj.detach().double() / len(parts)
+            nll = nll + ce.detach().double() * ntok
+            tokens += ntok
+        return obj_sum, (nll / max(tokens, 1)).float(), tokens
 
     def _skip_nonfinite(self, obj: torch.Tensor, gnorm: torch.Tensor) -> None:
         """A step with a non-finite loss or gradient: no update; stop, unless ``skip_nonfinite`` allows more."""
