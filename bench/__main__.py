@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from bench import beam, hadamard, hf_gpt2, loss_memory, overhead, peak
+from bench import beam, conv_mt, hadamard, hf_gpt2, loss_memory, overhead, peak
 from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
@@ -35,6 +35,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "overhead": lambda a: overhead.run(a.overhead_batch, a.device, a.repeats or 4, a.precision),
     "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 3),
     "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
+    "conv_mt": lambda a: conv_mt.run(a.repeats or 3, 3, 64),
 }
 NEEDS_HF = ("hf_gpt2", "beam")
 LARGE_ONLY = ("loss_large",)
