@@ -4,6 +4,7 @@
     python -m bench --only loss,hadamard # some sections; the others in BENCHMARKS.md are kept
     python -m bench --large              # add the large sizes (V=131072 at 8192 tokens, GPT-2 small, ...)
     python -m bench --device cuda        # the same on a GPU
+    python -m bench --only lce_anchor    # embtie's loss vs torch's linear_cross_entropy (--quick: small)
 
 Each section of BENCHMARKS.md records its own date, machine, torch version and command, so
 sections run at different times stay attributable.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from bench import beam, conv_mt, hadamard, hf_gpt2, loss_memory, overhead, peak
+from bench import adaptive, beam, conv_mt, hadamard, hf_gpt2, lce_anchor, loss_memory, overhead, peak
 from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
@@ -36,6 +37,8 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 3),
     "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
     "conv_mt": lambda a: conv_mt.run(a.repeats or 3, 3, 64),
+    "adaptive": lambda a: adaptive.run(a.large, a.device, a.repeats or 5),
+    "lce_anchor": lambda a: lce_anchor.run(a.device, a.repeats or (1 if a.quick else 2), a.quick, a.large),
 }
 NEEDS_HF = ("hf_gpt2", "beam")
 LARGE_ONLY = ("loss_large",)
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=None, help="rounds per comparison (default: per section)")
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="of the strategy-overhead steps")
     p.add_argument("--memory-only", action="store_true", help="loss section: the memory table only")
+    p.add_argument("--quick", action="store_true", help="lce_anchor section: small sizes, one round")
     p.add_argument(
         "--overhead-batch", type=int, default=None, help="overhead section: sequences per step (default: preset's 16)"
     )

@@ -6,6 +6,7 @@ on CUDA it is torch.cuda.max_memory_allocated. Time is measured in this process,
 interleaved.
 
     python -m bench.loss_memory [--large] [--device cpu|cuda]
+    python -m bench.loss_memory --factorized [--memory-only]   # factor_rank = d/4 (ALBERT) cases
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ def default_cases(large: bool) -> list[Case]:
 def large_cases() -> list[Case]:
     """V = 131072 at the target's 8192 tokens (plain needs ~13 GiB; one timed round)."""
     return [Case("tied", 8192, 131072, 512, impls=("plain", "chunked"))]
+
+
+def factorized_cases() -> list[Case]:
+    """Factorized E = A B at r = d/4 (issue 17 target: the memory-lean loss <= 0.2x plain memory),
+    next to the unfactorized strategies at the same size."""
+    r = {"factor_rank": 128}
+    return [
+        Case("tied", 8192, 32768, 512, options=r, impls=("plain", "chunked")),
+        Case("l2norm", 8192, 32768, 512, options=r, impls=("plain", "chunked")),
+        Case("l2norm", 8192, 32768, 512, impls=("plain", "chunked")),
+    ]
 
 
 def _setup(case: Case, device: torch.device, seed: int = 0):
@@ -218,11 +230,14 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=512, help=argparse.SUPPRESS)
     p.add_argument("--dtype", default="fp32", help=argparse.SUPPRESS)
     p.add_argument("--options", default="{}", help=argparse.SUPPRESS)
+    p.add_argument("--factorized", action="store_true", help="only the factorized (factor_rank = d/4) cases")
+    p.add_argument("--memory-only", action="store_true", help="memory, no timing")
     args = p.parse_args()
     if args.child:
         _child(args)
         return
-    section = run(args.large, args.device, args.repeats)
+    cases = factorized_cases() if args.factorized else None
+    section = run(args.large, args.device, args.repeats, cases=cases, memory_only=args.memory_only)
     print(section.body)
 
 

@@ -3,6 +3,7 @@ formulas on both sides, one shared object, and the model's embedding conventions
 
 import copy
 import math
+import re
 
 import pytest
 import torch
@@ -87,7 +88,7 @@ HAND_LOGITS = {
 
 
 @pytest.mark.parametrize("model_type", ["gpt2", "llama", "marian"])
-@pytest.mark.parametrize("strategy", sharing.names())
+@pytest.mark.parametrize("strategy", [n for n in sharing.names() if sharing.get(n).flat_table])
 def test_every_strategy_gives_its_formula(model_type, strategy):
     torch.manual_seed(1)
     model = eh.apply(tiny_model(model_type, V), strategy)
@@ -187,3 +188,12 @@ def test_refusals_are_one_line_config_errors():
         eh.apply(bert, "tied")
     with pytest.raises(ConfigError, match="no embtie sharing object"):
         eh.sharing_of(bert)
+
+
+def test_strategies_without_a_flat_table_or_with_factors_are_refused_in_one_line():
+    for strategy, opts, words in (("adaptive", {}, "no single (V, d) embedding table"),
+                                  ("tied", {"factor_rank": 4}, "factor_rank is not supported")):  # fmt: skip
+        model = tiny_model("gpt2")
+        with pytest.raises(ConfigError, match=re.escape(words)) as e:
+            eh.apply(model, strategy, **opts)
+        assert "\n" not in str(e.value)

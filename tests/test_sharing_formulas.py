@@ -21,8 +21,10 @@ def reference_logits(s, h):
     n = s.name
     if n == "untied":
         return h @ s.out_weight.T
-    if n in ("tied", "tied-loginit"):
+    if n in ("tied", "tied-loginit", "tied-gradscale"):
         return h @ E.T
+    if n == "tie-untie":
+        return h @ (s.out_weight if s.is_untied else E).T
     if n == "l2norm":
         return h @ _unit(E).T
     if n == "sqnorm":
@@ -49,8 +51,11 @@ def reference_logits(s, h):
 def reference_inputs(s, ids):
     return _unit(s.weight[ids]) if s.name in ("l2norm", "ngpt") else s.weight[ids]
 
+FLAT = [n for n in sharing.names() if sharing.get(n).flat_table]
+"""strategies with one (V, d) table E (adaptive's per-cluster tables are tested in tests/test_adaptive.py)."""
 
-@pytest.mark.parametrize("name", sharing.names())
+
+@pytest.mark.parametrize("name", FLAT)
 def test_logits_and_inputs_match_formula(name):
     torch.manual_seed(0)
     s = sharing.build(name, vocab_size=V, dim=D)
@@ -61,7 +66,7 @@ def test_logits_and_inputs_match_formula(name):
     torch.testing.assert_close(s.input_vectors()[ids], s.embed(ids))
 
 
-@pytest.mark.parametrize("name", sharing.names())
+@pytest.mark.parametrize("name", FLAT)
 def test_common_options_compose_as_documented(name):
     """z = softcap(s * z_formula + b) with the distance bias scaled too; inputs times embed_scale."""
     torch.manual_seed(1)
@@ -99,7 +104,7 @@ def test_loss_is_cross_entropy_of_logits(name):
     torch.testing.assert_close(s.loss(h, t2, ignore_index=3), ref)
 
 
-@pytest.mark.parametrize("name", sharing.names())
+@pytest.mark.parametrize("name", FLAT)
 def test_gradients_reach_what_learns_and_nothing_fixed(name):
     torch.manual_seed(4)
     s = sharing.build(name, vocab_size=V, dim=D)
@@ -107,7 +112,11 @@ def test_gradients_reach_what_learns_and_nothing_fixed(name):
     h = s.embed(ids)  # input side
     loss = s.loss(h + torch.randn_like(h), torch.randint(0, V, (4, 6))) + s.regularization()
     loss.backward()
+    dormant = {"out_weight"} if name == "tie-untie" else set()  # O learns only after the switch
     for pname, p in s.named_parameters():
+        if pname in dormant:
+            assert p.grad is None, f"{name}: {pname} must not learn while tied"
+            continue
         assert p.grad is not None and p.grad.abs().sum() > 0, f"{name}: {pname} received no gradient"
     for bname, b in s.named_buffers():
         assert not b.requires_grad and b.grad is None, f"{name}: buffer {bname} must stay fixed"
@@ -172,6 +181,8 @@ def test_parameter_counts():
         "tied-bert": (v * d + d * d, 0),
         "tied-shuffle": (v * d, 0),
         "ngpt": (v * d + v, 0),
+        "tie-untie": (2 * v * d, 0),
+        "tied-gradscale": (v * d, 0),
     }
     for name, (learned, fixed) in expected.items():
         assert sharing.build(name, vocab_size=v, dim=d).parameter_counts() == {"learned": learned, "fixed": fixed}

@@ -39,11 +39,14 @@ class CheckpointError(EmbtieError):
     """No readable checkpoint where one is needed; the message names the file and what to do."""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (str as UTF-8, or bytes) to ``path`` through a temporary file and ``os.replace``."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
+    if isinstance(text, bytes):
+        tmp.write_bytes(text)
+    else:
+        tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -136,9 +139,9 @@ def save_rank(d: Path, rank: int, tensors: dict[str, Tensor]) -> None:
     save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(d / f"rank{rank}.safetensors"))
 
 
-def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, Tensor], dict[str, Any]]:
-    """Optimizer state_dict -> (tensors by "param_index.key", JSON-able rest)."""
-    sd = optimizer.state_dict()
+def optimizer_tensors(optimizer: torch.optim.Optimizer | dict[str, Any]) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Optimizer (or its state_dict, keyed by parameter index) -> (tensors by "param_index.key", JSON-able rest)."""
+    sd = optimizer if isinstance(optimizer, dict) else optimizer.state_dict()
     tensors: dict[str, Tensor] = {}
     scalars: dict[str, dict[str, Any]] = {}
     for pid, st in sd["state"].items():
@@ -172,9 +175,24 @@ def commit(
 ) -> Path:
     """Write the shared files into the temporary folder of ``step``, move it into place, point
     ``latest`` at it, and remove older checkpoints (keeping ``keep``). Rank 0 only."""
+    save_model(model, str(tmp_dir(run_dir, step) / "model.safetensors"))
+    return commit_gathered(run_dir, step, None, optimizer.state_dict(), state, keep=keep)
+
+
+def commit_gathered(
+    run_dir: Path,
+    step: int,
+    weights: dict[str, Tensor] | None,
+    optim_state: dict[str, Any],
+    state: dict[str, Any],
+    keep: int = 1,
+) -> Path:
+    """``commit`` from state dicts gathered elsewhere (e.g. from FSDP shards): ``weights`` by parameter
+    name (None: model.safetensors is already written), ``optim_state`` keyed by parameter index."""
     d = tmp_dir(run_dir, step)
-    save_model(model, str(d / "model.safetensors"))
-    tensors, meta = optimizer_tensors(optimizer)
+    if weights is not None:
+        save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(d / "model.safetensors"))
+    tensors, meta = optimizer_tensors(optim_state)
     save_file(tensors, str(d / "optim.safetensors"))
     (d / "state.json").write_text(json.dumps({**state, "optimizer": meta}, indent=1), encoding="utf-8")
     root = Path(run_dir) / CKPT

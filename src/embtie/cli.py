@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "analyze": "analyze",
     "hf-compare": "hf_compare",
+    "export": "export",
 }
 
 

@@ -13,15 +13,17 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from embtie import stats
-from embtie.analysis import frequency, run_diagnostics
+from embtie.analysis import frequency, run_diagnostics, update_dynamics
 from embtie.config import load_config
 from embtie.errors import ConfigError
 from embtie.progress import bar as progress_bar
@@ -59,6 +61,13 @@ perplexities at small widths (see DESIGN.md, section 2)."""
 N_UPDATE_BATCHES = 8
 
 
+def default_jobs() -> int:
+    """Runs at once in the default job: one per core, at most 2 (each run uses one thread)."""
+    import os
+
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 @dataclass
 class CompareSpec:
     preset: str = DEFAULT_PRESET
@@ -66,10 +75,26 @@ class CompareSpec:
     seeds: int = DEFAULT_SEEDS
     overrides: list[str] = field(default_factory=list)
     out_dir: Path = Path("runs/compare")
+    first_seed: int = 0
+    """the seeds are first_seed, first_seed + 1, ..., first_seed + seeds - 1."""
+    variants: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """label -> (strategy name, options) for entries of ``strategies`` that are labelled variants
+    (``LABEL=NAME:key=value:...`` on the command line, see ``parse_strategy``)."""
+
+    def strategy_text(self, label: str) -> str:
+        """How ``label`` is written in --strategies."""
+        if label not in self.variants:
+            return label
+        name, opts = self.variants[label]
+        return ":".join([f"{label}={name}", *(f"{k}={yaml.safe_dump(v, default_flow_style=True).strip()}"
+                                              for k, v in opts.items())])  # fmt: skip
 
     def command(self) -> str:
         """The shell command that (re)creates this comparison."""
-        parts = ["embtie compare", self.preset, "--strategies", ",".join(self.strategies), "--seeds", str(self.seeds)]
+        listed = ",".join(self.strategy_text(label) for label in self.strategies)
+        parts = ["embtie compare", self.preset, "--strategies", listed, "--seeds", str(self.seeds)]
+        if self.first_seed:
+            parts += ["--first-seed", str(self.first_seed)]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 
@@ -86,23 +111,46 @@ def run_dir(out_dir: Path, strategy: str, seed: int) -> Path:
     return Path(out_dir) / "runs" / strategy / f"seed{seed}"
 
 
+def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
+    """(label, strategy name, options) of one --strategies entry: ``NAME`` or ``LABEL=NAME:key=value:...``
+    (a labelled variant, e.g. ``adaptive-l2norm=adaptive:within=l2norm``; values are YAML)."""
+    head, *opts = item.split(":")
+    label, _, name = head.partition("=")
+    if not name:
+        if opts:
+            raise ConfigError(f"give a label to a strategy with options: LABEL={item} (e.g. {head}-variant={item})")
+        return head, head, {}
+    if not label or not re.fullmatch(r"[A-Za-z0-9_.+-]+", label):
+        raise ConfigError(f"bad strategy label {label!r} in {item!r}: use letters, digits, '-', '_', '.', '+'")
+    options: dict[str, Any] = {}
+    for o in opts:
+        key, eq, value = o.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"{o!r} in {item!r} is not key=value; write LABEL=NAME:key=value:key=value")
+        options[key] = yaml.safe_load(value)
+    return label, name, options
+
+
 def plan(spec: CompareSpec) -> list[PlannedRun]:
     """Validated configs of every strategy x seed (a ConfigError names the first bad one)."""
     from embtie import sharing
 
     if spec.seeds < 1:
         raise ConfigError(f"--seeds {spec.seeds} must be >= 1")
+    if spec.first_seed < 0:
+        raise ConfigError(f"--first-seed {spec.first_seed} must be >= 0")
     if not spec.strategies:
         raise ConfigError("--strategies is empty; give e.g. --strategies tied,untied")
-    for name in spec.strategies:
-        sharing.get(name)  # ConfigError listing the valid names
+    for label in spec.strategies:
+        sharing.get(spec.variants.get(label, (label, {}))[0])  # ConfigError listing the valid names
     if len(set(spec.strategies)) != len(spec.strategies):
         raise ConfigError(f"--strategies lists a strategy twice: {','.join(spec.strategies)}")
     user_opts = [o for o in spec.overrides if o.split("=", 1)[0].startswith("sharing.")]
     if any(o.split("=", 1)[0] == "sharing.name" for o in user_opts):
         raise ConfigError("do not set sharing.name in a comparison; list strategies with --strategies a,b,c")
     runs = []
-    for name in spec.strategies:
+    for label in spec.strategies:
+        name, variant_opts = spec.variants.get(label, (label, {}))
         base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
         # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
         # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
@@ -112,11 +160,12 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
         options = {k: v for k, v in base.sharing.options.items() if base.sharing.name == name or k in accepted}
         for k, v in STRATEGY_OPTIONS.get(name, {}).items():
             options.setdefault(k, v)
-        for seed in range(spec.seeds):
+        options.update(variant_opts)
+        for seed in range(spec.first_seed, spec.first_seed + spec.seeds):
             cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace({"train.progress": False})
-            runs.append(PlannedRun(name, seed, run_dir(spec.out_dir, name, seed), cfg))
+            runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg))
     return runs
 
 
@@ -130,11 +179,33 @@ def _finished(d: Path) -> bool:
         return False
 
 
-def execute(spec: CompareSpec, progress: bool = True) -> list[PlannedRun]:
-    """Train and analyse every planned run that is not finished yet; returns the plan."""
+def train_and_analyse(cfg: Any, run_dir: Path) -> tuple[dict, float]:
+    """Train one run (resuming it) and analyse it once; (summary, seconds). Top-level so that worker
+    processes (``--jobs``) can run it."""
     from embtie.runs import load_run
     from embtie.train import train
 
+    t0 = time.perf_counter()
+    summary = train(cfg, run_dir)
+    if run_diagnostics.read(run_dir) is None:
+        loaded = load_run(run_dir)
+        diag, arrays = run_diagnostics.diagnose(loaded.model, loaded.task, loaded.config, summary, N_UPDATE_BATCHES)
+        run_diagnostics.write(run_dir, diag, arrays)
+    return summary, time.perf_counter() - t0
+
+
+def _worker_init(threads: int | None) -> None:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+
+
+def execute(spec: CompareSpec, progress: bool = True, jobs: int = 1) -> list[PlannedRun]:
+    """Train and analyse every planned run that is not finished yet, ``jobs`` runs at a time (each in
+    its own process when jobs > 1); returns the plan."""
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs} must be >= 1")
     runs = plan(spec)
     # seed-major order: every strategy gets its first seed before any gets a second, so that an
     # interrupted comparison already covers all strategies
@@ -142,25 +213,55 @@ def execute(spec: CompareSpec, progress: bool = True) -> list[PlannedRun]:
     todo = [r for r in order if not (_finished(r.run_dir) and run_diagnostics.read(r.run_dir) is not None)]
     done = len(runs) - len(todo)
     bar = progress_bar(total=len(runs), initial=done, desc="compare", unit="run", leave=True, enabled=progress)
-    for r in todo:
-        bar.set_postfix_str(f"{r.strategy} seed {r.seed}")
-        t0 = time.perf_counter()
+
+    count = [done]
+
+    def started(r: PlannedRun) -> None:
         status = "resuming" if (r.run_dir / "checkpoints").is_dir() and not _finished(r.run_dir) else "training"
+        count[0] += 1
         if progress:
-            bar.write(f"[{bar.n + 1}/{len(runs)}] {status} {r.strategy} seed {r.seed} -> {r.run_dir}")
-        summary = train(r.cfg, r.run_dir)
-        if run_diagnostics.read(r.run_dir) is None:
-            loaded = load_run(r.run_dir)
-            diag, arrays = run_diagnostics.diagnose(loaded.model, loaded.task, loaded.config, summary, N_UPDATE_BATCHES)
-            run_diagnostics.write(r.run_dir, diag, arrays)
+            bar.write(f"[{count[0]}/{len(runs)}] {status} {r.strategy} seed {r.seed} -> {r.run_dir}")
+
+    def finished(r: PlannedRun, summary: dict, seconds: float) -> None:
         if progress:
             bar.write(
-                f"    valid ppl {summary['valid_ppl']:.1f}, step-0 loss {summary['step0_loss']:.2f} "
-                f"({time.perf_counter() - t0:.0f} s)"
+                f"    {r.strategy} seed {r.seed}: valid ppl {summary['valid_ppl']:.1f}, "
+                f"step-0 loss {summary['step0_loss']:.2f} ({seconds:.0f} s)"
             )
         bar.update(1)
+
+    if jobs == 1 or len(todo) <= 1:
+        for r in todo:
+            bar.set_postfix_str(f"{r.strategy} seed {r.seed}")
+            started(r)
+            finished(r, *train_and_analyse(r.cfg, r.run_dir))
+    else:
+        _execute_parallel(todo, jobs, started, finished)
     bar.close()
     return runs
+
+
+def _execute_parallel(todo: list[PlannedRun], jobs: int, started, finished) -> None:
+    """Runs in ``jobs`` worker processes (spawned: no state shared with this one); progress bars of the
+    runs themselves are off, each finished run is reported as it ends."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    threads = todo[0].cfg.train.threads
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
+        pending: dict[Any, PlannedRun] = {}
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < jobs:
+                r = queue.pop(0)
+                started(r)
+                quiet = r.cfg.replace({"train.progress": False})
+                pending[pool.submit(train_and_analyse, quiet, r.run_dir)] = r
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                r = pending.pop(f)
+                finished(r, *f.result())
 
 
 # --------------------------------------------------------------------------- collecting results
@@ -257,6 +358,8 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
                 "diag": diag,
                 "arrays": arrays,
                 "curves": read_curves(r.run_dir),
+                "path_shares": update_dynamics.read_path_shares(r.run_dir),
+                "run_dir": str(r.run_dir),
             }
         )
     strategies = list(dict.fromkeys(r.strategy for r in runs))
@@ -309,7 +412,19 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
         "tests": tests,
         "bleu_tests": bleu_tests,
         "per_run": per_run,
+        "update_dynamics": _similarities(spec, per_run),
     }
+
+
+def _similarities(spec: CompareSpec, per_run: list[dict]) -> list[dict]:
+    """Procrustes similarities of every strategy's input vectors to the untied run of its seed."""
+    if not any(p["strategy"] == update_dynamics.REFERENCE for p in per_run) or len(per_run) < 2:
+        return []
+    runs = [
+        {"strategy": p["strategy"], "seed": p["seed"], "run_dir": p["run_dir"], "counts": p["arrays"].get("counts")}
+        for p in per_run
+    ]
+    return update_dynamics.cached_similarity_rows(spec.out_dir, runs)
 
 
 def _seed_stack(per_run: list[dict], strategy: str, key: str) -> np.ndarray:

@@ -120,9 +120,17 @@ class TrainConfig:
     """show a tqdm progress bar (rank 0 only)."""
     compile: bool = False
     """torch.compile the model."""
+    parallel: Literal["ddp", "fsdp"] = "ddp"
+    """how a multi-process (torchrun) run spreads the model: ddp (every process holds all weights,
+    gradients all-reduced) or fsdp (FSDP2 ``fully_shard``: each block, the sharing strategy as one unit
+    and the rest sharded over the processes; checkpoints are gathered to the single-process format)."""
     threads: int | None = None
     """CPU threads of this process (torch.set_num_threads); null: torch's default. On a busy machine
     1 thread per process can be much faster than 2 (no OpenMP spinning against other processes)."""
+    path_probe: int = 0
+    """at every validation, split the gradient of this many (fixed) training batches into its input- and
+    output-path parts per vocabulary row and accumulate them (``RUN_DIR/path_shares.npz``, Press & Wolf's
+    update dynamics; ``embtie.training.path_shares``); 0: off. Does not change training."""
     skip_nonfinite: int = 0
     """a step whose loss or gradient is not finite stops training (no update, no checkpoint written after
     it); N > 0 skips up to N such steps instead (no update; counted in the summary) and stops at the next."""
@@ -142,6 +150,7 @@ class TrainConfig:
             "eval_every": self.eval_every,
             "checkpoint_every": self.checkpoint_every,
             "skip_nonfinite": self.skip_nonfinite,
+            "path_probe": self.path_probe,
             "early_stop": self.early_stop,
         }
         for k, v in nonneg.items():

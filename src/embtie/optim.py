@@ -30,6 +30,8 @@ def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
         if getattr(module, "holds_vocabulary_tables", False):
             vocab = module.vocab_size
             emb_ids |= {id(p) for p in module.parameters() if p.dim() == 2 and p.shape[0] == vocab}
+            tables = getattr(module, "vocabulary_tables", None)  # tables of other shapes (adaptive clusters)
+            emb_ids |= {id(p) for p in tables()} if callable(tables) else set()
     groups: dict[str, list[nn.Parameter]] = {"embedding": [], "decay": [], "no_decay": []}
     seen: set[int] = set()
     for p in model.parameters():  # parameters() already deduplicates shared tensors

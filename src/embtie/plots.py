@@ -222,6 +222,29 @@ def row_update_frequency(updates: Mapping[str, Mapping], path: Path, bins: int =
     return _save(fig, path)
 
 
+def output_path_shares(records: Mapping[str, np.ndarray], path: Path) -> Path:
+    """Output-path share of the embedding rows' gradient norm at each probe, per strategy: all rows and
+    the frequent / middle / rare thirds of the vocabulary.
+
+    records: {strategy: (P, 5) array [step, all, frequent, middle, rare]} (``train.path_probe``).
+    """
+    fig, axes = _grid(len(records))
+    styles = (("all rows", 1, "k", "-"), ("frequent third", 2, "tab:blue", "--"),
+              ("middle third", 3, "tab:green", "--"), ("rare third", 4, "tab:red", "--"))  # fmt: skip
+    for ax, (name, rec) in zip(axes, records.items()):
+        rec = np.asarray(rec, dtype=float)
+        for label, col, color, ls in styles:
+            ax.plot(rec[:, 0], rec[:, col], ls, marker="o", ms=3, color=color, label=label)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("training step", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].set_ylabel("output-path share of gradient")
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def parameter_counts(counts: Mapping[str, Mapping[str, int]], path: Path) -> Path:
     """Learned (strategy / rest of model) and fixed parameters per strategy (Shalev et al., Table 3)."""
     names = list(counts)

@@ -39,7 +39,8 @@ def target_subword_counts(task: Any, refs: list[str], vocab_size: int) -> np.nda
 
 
 def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
-    """({"scores": corpus BLEU/chrF..., "vocab_usage": ..., "reference_vocab_usage": ...},
+    """({"scores": corpus BLEU/chrF (detokenized ``bleu`` and tokenized ``bleu_tok``, with signatures)...,
+    "vocab_usage": ..., "reference_vocab_usage": ...},
     {"bleu_stats": (N, k), "counts": (V,)}) on the validation split."""
     res = task.evaluate_translation(model, "valid")
     hyps = res.pop("hyps")

@@ -28,10 +28,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--strategies",
         default=None,
         help=f"comma-separated strategies (default {','.join(compare.DEFAULT_STRATEGIES)}; "
-        "'all' = the twelve seed strategies + ngpt)",
+        "'all' = the twelve seed strategies + ngpt). A variant with options gets a label: "
+        "LABEL=NAME:key=value:key=value, e.g. adaptive-l2norm=adaptive:within=l2norm",
     )
     parser.add_argument("--seeds", type=int, default=None, help=f"seeds per strategy (default {compare.DEFAULT_SEEDS})")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds are FIRST, FIRST+1, ... (default 0); another base seed checks that the verdicts are stable",
+    )
     parser.add_argument("--out", default=None, help="output folder (default runs/compare-<preset>)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="train this many runs at once, each in its own process (e.g. one per CPU core with "
+        "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
@@ -66,11 +80,16 @@ def run(args: argparse.Namespace) -> int:
         strategies = [*sharing.SEED_STRATEGIES, "ngpt"]
     else:
         strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    parsed = [compare.parse_strategy(item) for item in strategies]
+    strategies = [label for label, _, _ in parsed]
+    variants = {label: (name, opts) for label, name, opts in parsed if label != name or opts}
     out = Path(args.out) if args.out else Path("runs") / f"compare-{Path(preset).stem}"
     spec = compare.CompareSpec(
         preset=preset,
         strategies=strategies,
         seeds=args.seeds or compare.DEFAULT_SEEDS,
+        first_seed=args.first_seed,
+        variants=variants,
         overrides=overrides,
         out_dir=out,
     )
@@ -78,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report_only:
         runs = compare.finished_runs(compare.plan(spec))
     else:
-        runs = compare.execute(spec, progress=not args.no_progress)
+        jobs = args.jobs if args.jobs is not None else (compare.default_jobs() if default_job else 1)
+        runs = compare.execute(spec, progress=not args.no_progress, jobs=jobs)
     results = compare.collect(spec, runs)
     csv_path, json_path = compare.write_tables(results, out)
     md, page = report.write(compare_report.build(results, out), out)

@@ -2,8 +2,10 @@
 
 Translation runs (tasks with ``evaluate_translation``): ``embtie eval RUN_DIR --split valid`` or
 ``--src-file S --ref-file R`` decodes (``--beam``, ``--lenpen``) and reports sacreBLEU and chrF with
-their signatures, plus the perplexity; the outputs go to RUN_DIR/hyps.<split>.txt (and eval.json
-under ``<split>``, or ``<split>@<checkpoint>`` when --checkpoint is given).
+their signatures, next to BLEU on Moses-tokenized text (multi-bleu.perl style, as Liu et al. and most
+NMT papers report it; ``--ref-tokenized`` when R is tokenized already), plus the perplexity; the
+outputs go to RUN_DIR/hyps.<split>.txt (and eval.json under ``<split>``, or ``<split>@<checkpoint>``
+when --checkpoint is given).
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--beam", type=positive_int, default=None, help="translation: beam width (default: the run's)")
     parser.add_argument("--lenpen", type=float, default=None, help="translation: length penalty (default: the run's)")
     parser.add_argument("--checkpoint", metavar="NAME", help="weights to use, e.g. avg-last5 (default: newest)")
+    parser.add_argument(
+        "--ref-tokenized",
+        action="store_true",
+        default=None,
+        help="translation: R is Moses-tokenized already (e.g. fairseq's prepared test.en): tokenized BLEU "
+        "splits R and the outputs on spaces instead of tokenizing them (default: tokenize user files)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,17 +110,20 @@ def _translation(run_, split: str, args: argparse.Namespace) -> int:
     from embtie.errors import DataError
 
     res = run_.task.evaluate_translation(
-        run_.model, split, args.src_file, args.ref_file, beam=args.beam, lenpen=args.lenpen
-    )
+        run_.model, split, args.src_file, args.ref_file, beam=args.beam, lenpen=args.lenpen,
+        ref_tokenized=getattr(args, "ref_tokenized", None),
+    )  # fmt: skip
     hyps = res.pop("hyps")
     d = Path(args.run_dir)
     key = split if args.checkpoint is None else f"{split}@{run_.checkpoint.name}"
     res["checkpoint"] = run_.checkpoint.name
     print(
-        f"{split}: BLEU {res['bleu']:.2f}  chrF {res['chrf']:.2f}  ppl {res['ppl']:.2f}  (beam {res['beam']}, "
-        f"lenpen {res['lenpen']}, {res['sentences']} sentences, checkpoint {res['checkpoint']})"
+        f"{split}: BLEU {res['bleu']:.2f}  tok-BLEU {res['bleu_tok']:.2f}  chrF {res['chrf']:.2f}  "
+        f"ppl {res['ppl']:.2f}  (beam {res['beam']}, lenpen {res['lenpen']}, {res['sentences']} sentences, "
+        f"checkpoint {res['checkpoint']})"
     )
-    print(f"sacreBLEU {res['bleu_signature']}")
+    print(f"sacreBLEU {res['bleu_signature']} = {res['bleu']:.2f} (detokenized)")
+    print(f"tok-BLEU {res['bleu_tok_signature']} = {res['bleu_tok']:.2f} (multi-bleu.perl on tokenized text)")
     print(f"chrF {res['chrf_signature']}")
     hyp_file = d / f"hyps.{key}.txt"
     try:

@@ -82,11 +82,19 @@ def token_batches(lengths: Sequence[int], max_tokens: int, order: Sequence[int])
     return batches
 
 
+def sentence_batches(order: Sequence[int], max_sentences: int) -> list[list[int]]:
+    """Cut ``order`` into consecutive runs of ``max_sentences`` pairs (the last one may be shorter)."""
+    if max_sentences < 1:
+        raise ConfigError(f"max_sentences={max_sentences} must be >= 1")
+    return [list(order[i : i + max_sentences]) for i in range(0, len(order), max_sentences)]
+
+
 class BucketedPairs:
     """Tokenized sentence pairs that yield length-bucketed PairBatches.
 
     src, tgt: lists of id lists (without BOS/EOS). ``max_len`` drops training pairs with a side
-    longer than that (in subwords); evaluation keeps everything.
+    longer than that (in tokens); evaluation keeps everything. ``max_sentences`` (when given) makes
+    batches of that many pairs (the last of an epoch fewer) instead of ``max_tokens`` padded tokens.
     """
 
     def __init__(
@@ -96,6 +104,7 @@ class BucketedPairs:
         max_tokens: int,
         *,
         max_len: int | None = None,
+        max_sentences: int | None = None,
     ) -> None:
         if len(src) != len(tgt):
             raise ValueError(f"{len(src)} sources but {len(tgt)} targets")
@@ -106,6 +115,7 @@ class BucketedPairs:
         self.src = src
         self.tgt = tgt
         self.max_tokens = max_tokens
+        self.max_sentences = max_sentences
         self.lengths = {i: max(len(src[i]), len(tgt[i])) + 1 for i in keep}
 
     def __len__(self) -> int:
@@ -121,7 +131,10 @@ class BucketedPairs:
         lengths = [0] * (max(self.indices, default=-1) + 1)
         for i in self.indices:
             lengths[i] = self.lengths[i]
-        batches = token_batches(lengths, self.max_tokens, order)
+        if self.max_sentences is not None:
+            batches = sentence_batches(order, self.max_sentences)
+        else:
+            batches = token_batches(lengths, self.max_tokens, order)
         if generator is not None:
             perm = torch.randperm(len(batches), generator=generator).tolist()
             batches = [batches[p] for p in perm]

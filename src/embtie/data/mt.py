@@ -1,4 +1,5 @@
-"""Parallel corpora for translation: Multi30k task 1 (De<->En) and IWSLT14 De-En (valid only).
+"""Parallel corpora for translation: Multi30k task 1 (De<->En) and IWSLT14 De-En (valid only), as cased
+untokenized text (subword runs) or tokenized lowercased text (word-level runs).
 
 Files are read from the data root with their checksums verified; a test set the user supplies
 (``--src-file`` / ``--ref-file``) is read as plain text, one sentence per line.
@@ -41,6 +42,30 @@ MT_DATASETS: dict[str, dict[str, dict[str, DataFile]]] = {
     },
 }
 
+# The same splits as tokenized, lowercased text (for word-level vocabularies, ``data.tokenizer: word``).
+MT_TOKENIZED: dict[str, dict[str, dict[str, DataFile]]] = {
+    # the repository's own tok/ files: lowercased, punctuation-normalized, Moses-tokenized.
+    "multi30k": {
+        "train": {
+            "de": DataFile(
+                "multi30k/tok/train.lc.norm.tok.de", "cb5a23529b65ec2061f1dc446192a9c37382b63cc75f81a0be59d34894b3a505"
+            ),
+            "en": DataFile(
+                "multi30k/tok/train.lc.norm.tok.en", "08925f8e0572bcd5a006702fc5fe20e2d77c6917d4eebd576fc20de6693c2119"
+            ),
+        },
+        "valid": {
+            "de": DataFile(
+                "multi30k/tok/val.lc.norm.tok.de", "97232bd273eceb7207f689527386a97e4be2616b18ada47576bdaf96c8ae1f00"
+            ),
+            "en": DataFile(
+                "multi30k/tok/val.lc.norm.tok.en", "46573ce391ae227f1c72f873392436a20ef18e0a6d518098cfbd70b77c8572ec"
+            ),
+        },
+    },
+    "iwslt14": MT_DATASETS["iwslt14"],  # already tokenized and lowercased
+}
+
 LANGS = ("de", "en")
 
 
@@ -63,11 +88,12 @@ def check_pair(dataset: str, src_lang: str, tgt_lang: str) -> None:
         raise DataError(f"language pair {src_lang}->{tgt_lang} is not available; use de->en or en->de")
 
 
-def split_files(dataset: str, split: str) -> dict[str, DataFile]:
-    """{lang: DataFile} of a split; a clear error when the split is not provided here."""
+def split_files(dataset: str, split: str, tokenized: bool = False) -> dict[str, DataFile]:
+    """{lang: DataFile} of a split (``tokenized``: its tokenized, lowercased text); a clear error when the
+    split is not provided here."""
     if dataset not in MT_DATASETS:
         raise DataError(f"unknown translation dataset {dataset!r}; choose one of: {', '.join(MT_DATASETS)}")
-    files = MT_DATASETS[dataset]
+    files = (MT_TOKENIZED if tokenized else MT_DATASETS)[dataset]
     if split not in files:
         raise DataError(
             f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
@@ -80,17 +106,20 @@ def split_files(dataset: str, split: str) -> dict[str, DataFile]:
     return files[split]
 
 
-def read_side(dataset: str, split: str, lang: str, root: Path | None = None) -> list[str]:
+def read_side(dataset: str, split: str, lang: str, root: Path | None = None, tokenized: bool = False) -> list[str]:
     """Sentences of one language of a split, checksum verified."""
-    f = split_files(dataset, split)[lang]
+    f = split_files(dataset, split, tokenized)[lang]
     return read_lines(f.path(root or data_root()), f.sha256)
 
 
-def load_parallel(dataset: str, split: str, src_lang: str, tgt_lang: str, root: Path | None = None) -> ParallelText:
-    """The aligned source/reference sentences of ``dataset``'s ``split``."""
+def load_parallel(
+    dataset: str, split: str, src_lang: str, tgt_lang: str, root: Path | None = None, tokenized: bool = False
+) -> ParallelText:
+    """The aligned source/reference sentences of ``dataset``'s ``split`` (``tokenized``: the tokenized,
+    lowercased version)."""
     check_pair(dataset, src_lang, tgt_lang)
-    src = read_side(dataset, split, src_lang, root)
-    ref = read_side(dataset, split, tgt_lang, root)
+    src = read_side(dataset, split, src_lang, root, tokenized)
+    ref = read_side(dataset, split, tgt_lang, root, tokenized)
     if len(src) != len(ref):
         raise DataError(f"{dataset} {split}: {len(src)} {src_lang} lines but {len(ref)} {tgt_lang} lines")
     return ParallelText(src, ref)

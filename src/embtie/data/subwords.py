@@ -31,6 +31,8 @@ class Subwords:
     """A loaded SentencePiece model. ``encode`` gives ids without BOS/EOS; ``decode`` drops specials."""
 
     pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
+    text_form = "detokenized"
+    """the text this model reads and writes (BLEU is then computed on detokenized text)."""
 
     def __init__(self, model_file: str | Path) -> None:
         self.model_file = Path(model_file)

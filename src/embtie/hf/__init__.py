@@ -6,6 +6,7 @@
     model(input_ids, labels=input_ids).loss       # = sharing.loss(h, next tokens) + sharing.regularization()
     model.generate(...); Trainer(model=model, ...).train()
     model.save_pretrained(path); model = embtie.hf.load(path)
+    embtie.hf.export(model, out)                  # stock weights: AutoModelForCausalLM.from_pretrained(out)
 
 Supported model types: see ``embtie.hf.families.FAMILIES``. Needs the ``hf`` extra:
 ``pip install 'embtie[hf]'``.
@@ -15,8 +16,21 @@ from embtie.hf._require import MissingExtraError, require_transformers
 
 require_transformers()
 
+from embtie.hf.export import ExportResult, export  # noqa: E402
 from embtie.hf.families import FAMILIES  # noqa: E402
+from embtie.hf.fold import NotFoldableError  # noqa: E402
 from embtie.hf.loading import load  # noqa: E402
 from embtie.hf.patch import apply, is_patched, sharing_of  # noqa: E402
 
-__all__ = ["FAMILIES", "MissingExtraError", "apply", "is_patched", "load", "require_transformers", "sharing_of"]
+__all__ = [
+    "FAMILIES",
+    "ExportResult",
+    "MissingExtraError",
+    "NotFoldableError",
+    "apply",
+    "export",
+    "is_patched",
+    "load",
+    "require_transformers",
+    "sharing_of",
+]

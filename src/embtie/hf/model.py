@@ -20,6 +20,7 @@ from torch import Tensor
 
 from embtie.hf.families import FAMILIES
 from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
+from embtie.hf.peft_compat import active_sharing
 from embtie.hf.resize import resized_sharing
 from embtie.sharing.base import SharingStrategy
 
@@ -42,7 +43,7 @@ class EmbtieModelMixin:
 
     # ------------------------------------------------------------------ loss
     def _embtie_forward_with_labels(self, base_forward: Callable, labels: Tensor, kwargs: dict[str, Any]):
-        sharing: SharingStrategy = self.embtie_sharing
+        sharing: SharingStrategy = active_sharing(self.embtie_sharing)
         record = self.config.embtie
         fam = FAMILIES[record["model_type"]]
         return_dict = kwargs.pop("return_dict", None)

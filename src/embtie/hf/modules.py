@@ -13,19 +13,32 @@ from contextlib import contextmanager
 
 from torch import Tensor, nn
 
+from embtie.hf.peft_compat import active_sharing
 from embtie.sharing.base import SharingStrategy
+
+OWNER_ATTR = "embtie_sharing"
+"""The attribute of the patched model that registers the sharing object."""
 
 
 class _SharingUser(nn.Module):
-    """A module that uses a sharing object owned (registered) elsewhere."""
+    """A module that uses a sharing object owned (registered) elsewhere.
 
-    def __init__(self, sharing: SharingStrategy) -> None:
+    With an ``owner`` (the patched model) the object is looked up as ``owner.embtie_sharing`` on every use,
+    so that whatever replaces it there (a resized object, peft's modules_to_save wrapper and, after
+    ``merge_and_unload()``, its trained copy) is used by the embedding and the head alike: the tie holds."""
+
+    def __init__(self, sharing: SharingStrategy, owner: nn.Module | None = None) -> None:
         super().__init__()
         self.bind(sharing)
+        object.__setattr__(self, "_owner", owner)
 
     @property
     def sharing(self) -> SharingStrategy:
-        return self.__dict__["_sharing"]
+        owner = self.__dict__.get("_owner")
+        registered = owner._modules.get(OWNER_ATTR) if owner is not None else None
+        if registered is None:
+            return self.__dict__["_sharing"]
+        return active_sharing(registered)
 
     def bind(self, sharing: SharingStrategy) -> None:
         """Point this module at ``sharing`` without registering it as a submodule."""
@@ -64,8 +77,8 @@ class EmbtieHead(_SharingUser):
     with ``sharing.loss`` (memory-lean).
     """
 
-    def __init__(self, sharing: SharingStrategy) -> None:
-        super().__init__(sharing)
+    def __init__(self, sharing: SharingStrategy, owner: nn.Module | None = None) -> None:
+        super().__init__(sharing, owner)
         self._captured: list[Tensor] | None = None
 
     @property

@@ -21,6 +21,7 @@ from embtie.hf.families import (
 )
 from embtie.hf.model import EmbtieModelMixin, make_patched_class
 from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
+from embtie.hf.peft_compat import active_sharing
 from embtie.sharing.base import SharingStrategy
 
 M = TypeVar("M", bound=nn.Module)
@@ -37,7 +38,7 @@ def sharing_of(model: nn.Module) -> SharingStrategy:
     """The sharing object of a patched model."""
     if not is_patched(model):
         raise ConfigError(f"{type(model).__name__} has no embtie sharing object; call embtie.hf.apply(model, ...)")
-    return model.embtie_sharing  # type: ignore[return-value]
+    return active_sharing(model.embtie_sharing)
 
 
 def apply(
@@ -68,6 +69,16 @@ def apply(
         raise ConfigError(
             f"this model already uses embtie strategy {model.config.embtie['strategy']!r}; apply a strategy to an "
             "unpatched model (e.g. a fresh from_pretrained)"
+        )
+    if not catalogue.get(strategy).flat_table:
+        raise ConfigError(
+            f"strategy {strategy!r} has no single (V, d) embedding table, which embtie.hf needs to take over a "
+            "model's embedding; use it with embtie's own models (embtie train), or pick another strategy"
+        )
+    if options.get("factor_rank") is not None:
+        raise ConfigError(
+            "factor_rank is not supported by embtie.hf (a pretrained (V, d) matrix has no A·B factors to copy); "
+            "use it with embtie's own models (embtie train)"
         )
     fam = family_of(model)
     embedding = model.get_input_embeddings()
@@ -122,7 +133,7 @@ def apply(
             if not torch.equal(other.weight, embedding.weight):
                 conventions.append("an input embedding table that differed from the main one was replaced by E")
 
-    emb_module, head_module = EmbtieEmbedding(sharing), EmbtieHead(sharing)
+    emb_module, head_module = EmbtieEmbedding(sharing, model), EmbtieHead(sharing, model)
     for parent, attr, _ in in_paths:
         setattr(parent, attr, emb_module)
     for parent, attr, _ in out_paths:

@@ -184,6 +184,10 @@ class GPT(nn.Module):
                 if lin.bias is not None:
                     nn.init.zeros_(lin.bias)
 
+    def fsdp_units(self) -> list[nn.Module]:
+        """The blocks, each sharded on its own under ``train.parallel=fsdp`` (``embtie.training.parallel``)."""
+        return list(self.blocks)
+
     def forward(self, ids: Tensor) -> Tensor:
         """ids: (B, T) long -> h: (B, T, d) hidden states after the final norm."""
         t = ids.shape[1]

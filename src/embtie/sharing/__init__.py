@@ -9,6 +9,8 @@ s.embed(ids); s.logits(h); s.loss(h, targets)
 # Import order is registration order, which is the order of sharing.names().
 from embtie.sharing import tied  # noqa: F401, I001
 from embtie.sharing import normalized, fixed, transformed, ngpt  # noqa: F401  (registers strategies)
+from embtie.sharing import tie_untie, grad_scale  # noqa: F401  (registers strategies)
+from embtie.sharing import adaptive  # noqa: F401  (registers strategies)
 from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.head import Head
 from embtie.sharing.registry import accepted_options, build, get, names

@@ -59,13 +59,24 @@ class SharingStrategy(nn.Module):
         init_std: std of the normal init of E (and of other learned matrices of the same shape):
             a number, "inv_sqrt_d" (the default, dim**-0.5) or "log_v_over_d" (Su 2023: ln(V)/dim).
         init_range: instead of init_std, initialise uniformly in [-a, a] (Zaremba et al., Press & Wolf).
+        factor_rank: r, to learn E = A B with A (V, r), B (r, d) (ALBERT); the formula applies to the
+            rows of A B (``embedding_matrix``); A gets the init above, B ~ N(0, 1/r), so that the
+            entries of A B have the variance of an unfactorized E.
+        z_loss: lambda of the z-loss lambda * log^2 Z per token, averaged like the cross-entropy (PaLM).
+        token_temperature: a learned per-token logit multiplier tau (V,), initialised to 1, as nGPT's s
+            (for normalized heads: l2norm, cosine): z_i = cap(s tau_i r_i (w_i . x) + b_i).
     """
 
     name: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    flat_table: ClassVar[bool] = True
+    """The strategy keeps one (V, d) table E at ``.weight`` (False: e.g. adaptive's per-cluster tables),
+    which ``embtie.hf`` (copying a pretrained matrix in and out) and the flat-formula tests need."""
     holds_vocabulary_tables: ClassVar[bool] = True
     """Marks vocabulary-sized tables for the optimizer's embedding parameter group."""
+    needs_frequency_sorted_vocab: ClassVar[bool] = False
+    """True when token ids must be ordered by decreasing training frequency (adaptive clusters)."""
 
     def __init__(
         self,
@@ -79,6 +90,9 @@ class SharingStrategy(nn.Module):
         softcap: float | None = None,
         init_std: float | str | None = None,
         init_range: float | None = None,
+        factor_rank: int | None = None,
+        z_loss: float = 0.0,
+        token_temperature: bool = False,
     ) -> None:
         super().__init__()
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
@@ -91,7 +105,14 @@ class SharingStrategy(nn.Module):
         self.softcap = None if softcap is None else _number("softcap", softcap)
         self.init_std, self.init_range = self._resolve_init(init_std, init_range)
 
-        self.weight = nn.Parameter(torch.empty(vocab_size, dim))
+        self.factor_rank = self._resolve_rank(factor_rank)
+        self.z_loss = 0.0 if z_loss == 0 else _number("z_loss", z_loss)
+        self.weight = nn.Parameter(torch.empty(vocab_size, self.factor_rank or dim))
+        """(V, d) the learned E; (V, r) the factor A when ``factor_rank`` is set."""
+        self.factor_b = nn.Parameter(torch.empty(self.factor_rank, dim)) if self.factor_rank else None
+        if not isinstance(token_temperature, bool):
+            raise ConfigError(f"option token_temperature={token_temperature!r} must be true or false")
+        self.temperature = nn.Parameter(torch.ones(vocab_size)) if token_temperature else None
         self.bias: nn.Parameter | None
         if not isinstance(bias, bool):
             raise ConfigError(f"option bias={bias!r} must be true or false")
@@ -118,6 +139,13 @@ class SharingStrategy(nn.Module):
             raise ConfigError(f"option embed_scale={value!r} must be a number or 'sqrt_d'")
         return _number("embed_scale", value)
 
+    def _resolve_rank(self, rank: int | None) -> int | None:
+        if rank is None:
+            return None
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= self.dim:
+            raise ConfigError(f"option factor_rank={rank!r} must be an integer in [1, dim={self.dim}]")
+        return rank
+
     def _resolve_init(self, init_std: float | str | None, init_range: float | None) -> tuple[float, float | None]:
         if init_range is not None:
             if init_std is not None:
@@ -142,6 +170,10 @@ class SharingStrategy(nn.Module):
     def reset_parameters(self) -> None:
         """Re-draw every learned tensor (fixed buffers are drawn once, in the constructor)."""
         self.init_(self.weight)
+        if self.factor_b is not None:
+            nn.init.normal_(self.factor_b, 0.0, self.factor_rank**-0.5)
+        if self.temperature is not None:
+            nn.init.ones_(self.temperature)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -158,12 +190,17 @@ class SharingStrategy(nn.Module):
             lo, hi = int(ids.min()), int(ids.max())
             if lo < 0 or hi >= self.vocab_size:
                 raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {self.vocab_size})")
-        x = self._input_rows(F.embedding(ids, self.weight))
+        rows = F.embedding(ids, self.weight)
+        x = self._input_rows(rows if self.factor_b is None else rows @ self.factor_b)
         return x * self.embed_scale if self.embed_scale != 1.0 else x
+
+    def embedding_matrix(self) -> Tensor:
+        """(V, d) the raw embedding rows E: ``weight``, or A B when factorized."""
+        return self.weight if self.factor_b is None else self.weight @ self.factor_b
 
     def input_vectors(self) -> Tensor:
         """(V, d) the effective input vector of every token (after normalization and embed_scale)."""
-        x = self._input_rows(self.weight)
+        x = self._input_rows(self.embedding_matrix())
         return x * self.embed_scale if self.embed_scale != 1.0 else x
 
     # ------------------------------------------------------------------ output side
@@ -204,8 +241,12 @@ class SharingStrategy(nn.Module):
             c = s * c
         if self.bias is not None:
             b = self.bias if b is None else b + self.bias
+        if self.temperature is not None:
+            row_scale = self.temperature if row_scale is None else row_scale * self.temperature
         return Head(
             weight=w,
+            factor=self.factor_b if w is self.weight else None,  # E's factor; a separate O or T is whole
+            z_loss=self.z_loss,
             row_scale=row_scale,
             norm_power=self.norm_power,
             bias=b,
@@ -222,6 +263,11 @@ class SharingStrategy(nn.Module):
         """(..., d) hidden states -> (..., V) logits."""
         self._check_width(h)
         return self.head().logits(self.transform(h))
+
+    def log_probs(self, h: Tensor) -> Tensor:
+        """(..., d) hidden states -> (..., V) log p(w | h), in at least float32 (the full distribution)."""
+        z = self.logits(h)
+        return torch.log_softmax(z.to(torch.promote_types(z.dtype, torch.float32)), dim=-1)
 
     def loss(
         self,

@@ -100,6 +100,8 @@ def chunked_cross_entropy(
     autocast = torch.is_autocast_enabled(device_type)
     compute_dtype = torch.get_autocast_dtype(device_type) if autocast else x.dtype
     acc = accumulation_dtype(compute_dtype)  # python-number scales become 0-d tensors of this dtype
+    if head.factor is not None:
+        raise ValueError("a factorized head must be folded first: embtie.sharing.factorized.fold_factor")
     plain_rows = head.row_scale is None and head.norm_power is None and head.sqnorm_bias is None
     structured = head.structured if plain_rows else None
     if structured is not None:
@@ -135,6 +137,7 @@ def chunked_cross_entropy(
         structured=structured,
         norm_power=None if structured is not None else head.norm_power,
         sync_free=SYNC_FREE,
+        z_loss=head.z_loss,
     )
     grad = torch.is_grad_enabled()
     needs = (

@@ -16,6 +16,11 @@ CHUNK_ELEMENTS = 1 << 24
 """Default chunk budget in logits on the CPU: chunk = max(16, CHUNK_ELEMENTS // V) tokens (64 MiB of
 float32 logits; measured in bench/: smaller chunks stay in cache, larger ones gain nothing)."""
 
+CPU_MAX_CHUNK = 1024
+"""and at most this many tokens: at small V a 64 MiB chunk is thousands of tokens whose (chunk, d)
+buffers outweigh the logits (V=4096, d=1024, 8192 tokens: 188 MiB extra at 4096-token chunks vs 92 MiB
+at 1024, same time within noise; bench/lce_anchor.py)."""
+
 CUDA_CHUNK_ELEMENTS = 1 << 25
 CUDA_MIN_CHUNK = 1024
 """On CUDA a chunk costs a fixed number of kernel launches, so chunks are larger: max(CUDA_MIN_CHUNK,
@@ -36,6 +41,7 @@ class _Config:
     structured: StructuredWeight | None
     norm_power: float | None = None
     sync_free: bool | None = None  # embtie.sharing.chunked_ce.SYNC_FREE when the call began
+    z_loss: float = 0.0  # lambda of the z-loss lambda * log^2 Z per kept token (PaLM)
 
     @property
     def acc_dtype(self) -> torch.dtype:
@@ -48,4 +54,4 @@ def default_chunk(vocab_size: int, device_type: str = "cpu") -> int:
     """Tokens per chunk for a vocabulary of ``vocab_size`` on a device of type ``device_type``."""
     if device_type == "cuda":
         return max(CUDA_MIN_CHUNK, CUDA_CHUNK_ELEMENTS // vocab_size)
-    return max(16, CHUNK_ELEMENTS // vocab_size)
+    return min(CPU_MAX_CHUNK, max(16, CHUNK_ELEMENTS // vocab_size))

@@ -43,31 +43,52 @@ def _chunk_logprobs(
     return torch.log_softmax(torch.mul(t, cfg.cap, out=ws.zc[:r]), dim=1, out=lp), t
 
 
+def _chunk_logz(lp: Tensor, tc: Tensor, cfg: _Config, ws: _Workspace) -> Tensor:
+    """(c,) log Z of each token's (soft-capped) logits, read off at the target: z[t] - lp[t] (no
+    pass over the chunk: the logits are still in the workspace after ``_chunk_logprobs``)."""
+    r = lp.shape[0]
+    z = ws.z[:r] if cfg.cap is None else ws.zc[:r]
+    col = tc.unsqueeze(1)
+    return (z.gather(1, col) - lp.gather(1, col)).squeeze(1)
+
+
 def _kept_sum(v: Tensor, mc: Tensor | None) -> Tensor:
     """Sum of the per-token values v (c,), over the tokens the 0/1 mask ``mc`` keeps (all if None)."""
     return v.sum() if mc is None else v @ mc
 
 
-def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config, mc: Tensor | None = None) -> Tensor:
-    """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (0-d, lp's dtype);
-    ``mc`` (c,) float 0/1: only the tokens it keeps (the masked, sync-free path)."""
+def _chunk_loss(lp: Tensor, tc: Tensor, cfg: _Config, mc: Tensor | None = None, log_z: Tensor | None = None) -> Tensor:
+    """Sum over the chunk's tokens of -(1 - eps) lp[t] - (eps / V) sum_j lp[j] (+ lambda log_z^2 with
+    the z-loss) (0-d, lp's dtype); ``mc`` (c,) float 0/1: only the tokens it keeps (the masked,
+    sync-free path)."""
     part = _kept_sum(lp.gather(1, tc.unsqueeze(1)).squeeze(1), mc) * -(1.0 - cfg.eps)
     if cfg.eps:
         part = part - _kept_sum(lp.sum(dim=1), mc) * (cfg.eps / lp.shape[1])
+    if log_z is not None:
+        part = part + _kept_sum(log_z.square(), mc) * cfg.z_loss
     return part
 
 
 def _chunk_grad(
-    lp: Tensor, t: Tensor | None, tc: Tensor, cfg: _Config, ws: _Workspace, mc: Tensor | None = None
+    lp: Tensor,
+    t: Tensor | None,
+    tc: Tensor,
+    cfg: _Config,
+    ws: _Workspace,
+    mc: Tensor | None = None,
+    log_z: Tensor | None = None,
 ) -> Tensor:
     """Log-probabilities (c, V) (overwritten) -> d(sum of token losses)/du (c, V) in the compute dtype.
 
     Without a soft-cap the uniform -eps/V term is left out here (``_smoothing_correction`` adds it
     as a rank-1 term to the contracted gradients); with one it is applied before the cap's derivative.
     Everything is in the acc dtype until the result is rounded to the compute dtype (into the bf16 buffer).
+    With the z-loss (``log_z`` (c,)), d(lambda log^2 Z)/dz = 2 lambda log Z softmax(z) scales the softmax.
     """
     tc = tc.unsqueeze(1)
     dz = lp.exp_()
+    if log_z is not None:
+        dz.mul_(log_z.mul(2.0 * cfg.z_loss).add_(1.0).unsqueeze(1))
     dz.scatter_add_(1, tc, dz.new_full((dz.shape[0], 1), -(1.0 - cfg.eps)))
     if t is not None:
         if cfg.eps:

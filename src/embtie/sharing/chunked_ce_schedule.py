@@ -18,6 +18,7 @@ from embtie.sharing.chunked_ce_config import _Config
 from embtie.sharing.chunked_ce_maths import (
     _chunk_grad,
     _chunk_logprobs,
+    _chunk_logz,
     _chunk_loss,
     _contract,
     _smoothing_correction,
@@ -138,10 +139,11 @@ def _grad_pass(
         else:
             lp, t = _chunk_logprobs(aug[0][sl], aug[1], None, cfg, ws)
         mc = None if mask is None else mask[0][sl]
+        log_z = _chunk_logz(lp, tc, cfg, ws) if cfg.z_loss else None
         if loss_too:
-            total += _chunk_loss(lp, tc, cfg, mc)
+            total += _chunk_loss(lp, tc, cfg, mc, log_z)
         if want:
-            dzc = _chunk_grad(lp, t, tc, cfg, ws, mc)
+            dzc = _chunk_grad(lp, t, tc, cfg, ws, mc, log_z)
             _contract(dzc, xc, w, None if dx is None else dx[sl], dw, db, cfg, ws, start == 0)
     if want:
         keep, count = (None, n) if mask is None else mask

@@ -58,16 +58,26 @@ class Head:
     structured: StructuredWeight | None = None
     """A fast stand-in for ``weight`` (a fixed buffer; no row_scale), e.g. hadamard's Walsh-Hadamard
     transform; when set, logits are computed as structured(s * x) + b instead of the matmul."""
+    factor: Tensor | None = None
+    """(r, d_t) B of a factorized output matrix (ALBERT): the rows are those of ``weight`` (V, r) @ B,
+    and every row norm, scale and bias refers to them (``matrix``). The memory-lean loss folds B into
+    the hidden side (``embtie.sharing.factorized.fold_factor``) and never forms the (V, d_t) product."""
+    z_loss: float = 0.0
+    """lambda of the z-loss lambda * log^2 Z per token (PaLM), added to the cross-entropy by the losses."""
 
     @property
     def vocab_size(self) -> int:
         return self.weight.shape[0]
 
+    def matrix(self) -> Tensor:
+        """(V, d_t) the output matrix before scales: ``weight``, or weight @ factor when factorized."""
+        return self.weight if self.factor is None else self.weight @ self.factor
+
     def full_row_scale(self) -> Tensor | None:
         """(V,) the per-row scale with the row-norm factor ||w_i||^p applied (autograd), or None."""
         if self.norm_power is None:
             return self.row_scale
-        n = row_norm(self.weight)
+        n = row_norm(self.matrix())
         r = n.reciprocal() if self.norm_power == -1 else n.pow(self.norm_power)
         if self.row_scale is None:
             return r
@@ -85,17 +95,18 @@ class Head:
     def effective_weight(self) -> Tensor:
         """(V, d_t) the matrix whose rows the logits are taken against (all scales folded in)."""
         m = self.combined_row_scale()
+        w = self.matrix()
         if m is None:
-            return self.weight
+            return w
         if isinstance(m, Tensor) and m.dim() == 1:
-            return self.weight * m.unsqueeze(1).to(self.weight.dtype)
-        return self.weight * m
+            return w * m.unsqueeze(1).to(w.dtype)
+        return w * m
 
     def full_bias(self) -> Tensor | None:
         """(V,) the bias with the c ||w_i||^2 term added (autograd), or None."""
         if self.sqnorm_bias is None:
             return self.bias
-        term = self.weight.pow(2).sum(dim=-1) * self.sqnorm_bias
+        term = self.matrix().pow(2).sum(dim=-1) * self.sqnorm_bias
         return term if self.bias is None else term + self.bias
 
     def logits(self, x: Tensor) -> Tensor:

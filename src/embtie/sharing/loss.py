@@ -18,6 +18,7 @@ from torch import Tensor
 
 from embtie.errors import ConfigError, DataError
 from embtie.sharing.chunked_ce import chunked_cross_entropy
+from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head, accumulation_dtype
 
 IMPLS = ("auto", "plain", "chunked", "recompute")
@@ -29,10 +30,16 @@ def plain_cross_entropy(
     head: Head, x: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0
 ) -> Tensor:
     """The reference: F.cross_entropy on the full (N, V) logits in at least float32 (float64 ones stay
-    float64). x: (N, d_t); targets: (N,)."""
+    float64), plus the z-loss lambda * mean over kept tokens of logsumexp(z)^2 when ``head.z_loss``.
+    x: (N, d_t); targets: (N,)."""
     logits = head.logits(x)
     logits = logits.to(accumulation_dtype(logits.dtype))
-    return F.cross_entropy(logits, targets, ignore_index=ignore_index, label_smoothing=label_smoothing)
+    ce = F.cross_entropy(logits, targets, ignore_index=ignore_index, label_smoothing=label_smoothing)
+    if not head.z_loss:
+        return ce
+    keep = (targets != ignore_index).to(logits.dtype)
+    log_z = torch.logsumexp(logits, dim=-1)
+    return ce + head.z_loss * (log_z.square() @ keep) / keep.sum()
 
 
 def check_targets(targets: Tensor, vocab_size: int, ignore_index: int) -> None:
@@ -85,6 +92,7 @@ def cross_entropy(
         if t1.device.type == "cpu":  # free here; on a GPU the kernel's own assert catches it (no host sync)
             check_targets(t1, head.vocab_size, ignore_index)
         return plain_cross_entropy(head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing)
+    head, x2 = fold_factor(head, x2)  # factorized E = A B: the product stays V x r
     return chunked_cross_entropy(
         head,
         x2,

@@ -128,6 +128,13 @@ class LMTask(Task):
 
     # ------------------------------------------------------------------ model
     def build_model(self) -> nn.Module:
+        counts = self.vocab.counts
+        if sharing.get(self.cfg.sharing.name).needs_frequency_sorted_vocab and counts != sorted(counts, reverse=True):
+            # embtie's vocabularies are sorted by Vocab.from_tokens; a hand-made vocab.json may not be
+            raise ConfigError(
+                f"strategy {self.cfg.sharing.name!r} needs word ids sorted by decreasing training frequency; "
+                "delete the run's vocab.json to rebuild it from the training data"
+            )
         s = sharing.build(
             self.cfg.sharing.name,
             vocab_size=len(self.vocab),

@@ -4,9 +4,12 @@
   the encoder input, decoder input and decoder output can then be one sharing object), or one per
   language (``separate``; the encoder gets its own ``PlainEmbedding``, only the decoder shares).
   Models are cached (``embtie.data.subwords``) and copied into the run directory.
+- Words instead (``data.tokenizer: word``, Shalev et al.): the tokenized lowercased text of the split,
+  words seen at least ``data.min_count`` times in training, the rest <unk> (``embtie.data.word_vocab``);
+  outputs are then space-joined words and BLEU is computed on tokenized lowercased text.
 - Batches: length-bucketed by token count (``data.max_tokens`` padded tokens of the longer side per
-  global batch), one fixed partition per epoch whose order is shuffled with (seed, epoch), so the
-  loop's (epoch, index) is the whole data position.
+  global batch) or by sentences (``data.batch_sentences`` pairs), one partition per epoch drawn and
+  ordered with (seed, epoch), so the loop's (epoch, index) is the whole data position.
 - Loss: ``model.sharing.loss(h, y, ignore_index=PAD, label_smoothing)`` + ``model.regularization()``.
   Validation loss/perplexity is the plain (unsmoothed) cross-entropy over reference tokens.
 - Translation quality: ``translate`` (greedy or beam search, detokenized by SentencePiece) and
@@ -16,7 +19,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -31,7 +33,9 @@ from embtie.config import RunConfig
 from embtie.data.batching import BucketedPairs, PairBatch, make_batch, source_tensor, token_batches
 from embtie.data.files import data_root, verify
 from embtie.data.mt import ParallelText, check_pair, load_parallel, load_user_files, split_files
-from embtie.data.subwords import PAD, Subwords, train_subwords
+from embtie.data.subwords import PAD, Subwords
+from embtie.data.vocabs import VOCAB_FILES, learn_vocabs, load_vocabs, save_vocab
+from embtie.data.word_vocab import WordVocab
 from embtie.decode import translate_ids
 from embtie.errors import ConfigError, DataError
 from embtie.metrics import LossMeter
@@ -55,6 +59,11 @@ class MTDataConfig:
     """your own training source text (one sentence per line), instead of the dataset's train split."""
     train_tgt_file: str | None = None
     valid_split: str = "valid"
+    tokenizer: Literal["bpe", "word"] = "bpe"
+    """bpe: SentencePiece subwords of the cased text; word: whitespace tokens of the dataset's tokenized,
+    lowercased text (user train files must be tokenized the same way), outputs scored as tokenized text."""
+    min_count: int = 2
+    """word tokenizer: keep training words seen at least this often (joint: in both languages together)."""
     vocab: Literal["joint", "separate"] = "joint"
     """joint: one BPE model for both languages (three-way tying possible); separate: one per language."""
     share_encoder_embedding: bool = True
@@ -63,9 +72,11 @@ class MTDataConfig:
     """SentencePiece vocabulary size (of each model when separate)."""
     max_tokens: int = 4096
     """padded tokens (longer side x rows) per global training batch."""
+    batch_sentences: int | None = None
+    """sentence pairs per global training batch (length-bucketed) instead of max_tokens; null: max_tokens."""
     eval_max_tokens: int = 8192
     max_len: int = 128
-    """training pairs with a side longer than this many subwords are dropped."""
+    """training pairs with a side longer than this many tokens (subwords or words) are dropped."""
     train_pairs: int | None = None
     """use only the first N training pairs (tests, quick runs); the subwords are learned on them too."""
     valid_pairs: int | None = None
@@ -80,11 +91,13 @@ class MTDataConfig:
     def validate(self) -> None:
         if self.src_lang == self.tgt_lang:
             raise ConfigError(f"data.src_lang and data.tgt_lang are both {self.src_lang!r}; use de->en or en->de")
-        for k in ("vocab_size", "max_tokens", "eval_max_tokens", "max_len", "beam"):
+        for k in ("vocab_size", "min_count", "max_tokens", "eval_max_tokens", "max_len", "beam"):
             if getattr(self, k) < 1:
                 raise ConfigError(f"data.{k}={getattr(self, k)} must be >= 1")
         if (self.train_src_file is None) != (self.train_tgt_file is None):
             raise ConfigError("give both data.train_src_file and data.train_tgt_file, or neither")
+        if self.batch_sentences is not None and self.batch_sentences < 1:
+            raise ConfigError(f"data.batch_sentences={self.batch_sentences} must be >= 1 (or null for max_tokens)")
         if self.train_pairs is not None and self.train_pairs < 1:
             raise ConfigError(f"data.train_pairs={self.train_pairs} must be >= 1 (or null for all)")
         if self.valid_pairs is not None and self.valid_pairs < 1:
@@ -95,17 +108,23 @@ class MTDataConfig:
             raise ConfigError("data.lenpen, data.max_len_ratio and data.max_len_extra must be >= 0")
 
 
-def _parallel(dataset: str, split: str, src: str, tgt: str) -> ParallelText:
+def _parallel(dataset: str, split: str, src: str, tgt: str, tokenized: bool = False) -> ParallelText:
     """A split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
-    return _parallel_at(str(data_root()), dataset, split, src, tgt)
+    return _parallel_at(str(data_root()), dataset, split, src, tgt, tokenized)
 
 
 @lru_cache(maxsize=8)
-def _parallel_at(root: str, dataset: str, split: str, src: str, tgt: str) -> ParallelText:
-    return load_parallel(dataset, split, src, tgt, root=Path(root))
+def _parallel_at(root: str, dataset: str, split: str, src: str, tgt: str, tokenized: bool) -> ParallelText:
+    return load_parallel(dataset, split, src, tgt, root=Path(root), tokenized=tokenized)
 
 
-SUBWORD_FILES = {"joint": ("spm.model",), "separate": ("spm.src.model", "spm.tgt.model")}
+SUBWORD_FILES = VOCAB_FILES["bpe"]
+Vocab = Subwords | WordVocab
+
+
+PRETOKENIZED_DATASETS = frozenset({"iwslt14"})
+"""datasets whose shipped text is already Moses-tokenized (``embtie.data.mt``): their tokenized BLEU
+splits hypotheses and references on whitespace instead of tokenizing them again."""
 
 
 @register
@@ -116,7 +135,7 @@ class TranslationTask(Task):
     data_config = MTDataConfig
     metrics = ("loss", "bleu")
 
-    def __init__(self, cfg: RunConfig, subwords: tuple[Subwords, Subwords] | None = None) -> None:
+    def __init__(self, cfg: RunConfig, subwords: tuple[Vocab, Vocab] | None = None) -> None:
         super().__init__(cfg)
         self.data: MTDataConfig = cfg.data
         self.src_sw, self.tgt_sw = subwords if subwords is not None else self._learn_subwords()
@@ -141,7 +160,7 @@ class TranslationTask(Task):
         check_pair(d.dataset, d.src_lang, d.tgt_lang)
         root = data_root()
         for split in splits:
-            for f in split_files(d.dataset, split).values():
+            for f in split_files(d.dataset, split, d.tokenizer == "word").values():
                 verify(f.path(root), f.sha256)
 
     # ------------------------------------------------------------------ subwords
@@ -150,20 +169,16 @@ class TranslationTask(Task):
         if d.train_src_file is not None:
             pt = load_user_files(d.train_src_file, d.train_tgt_file)
         else:
-            pt = _parallel(d.dataset, d.train_split, d.src_lang, d.tgt_lang)
+            pt = _parallel(d.dataset, d.train_split, d.src_lang, d.tgt_lang, d.tokenizer == "word")
         if d.train_pairs is not None:
             pt = ParallelText(pt.src[: d.train_pairs], pt.ref[: d.train_pairs] if pt.ref else None)
         return pt
 
-    def _learn_subwords(self) -> tuple[Subwords, Subwords]:
-        pt = self._train_text()
+    def _learn_subwords(self) -> tuple[Vocab, Vocab]:
+        pt, d = self._train_text(), self.data
         assert pt.ref is not None
-        if self.data.vocab == "joint":
-            sw = Subwords(train_subwords(pt.src + pt.ref, self.data.vocab_size))
-            return sw, sw
-        return (
-            Subwords(train_subwords(pt.src, self.data.vocab_size)),
-            Subwords(train_subwords(pt.ref, self.data.vocab_size)),
+        return learn_vocabs(
+            d.tokenizer, pt.src, pt.ref, joint=d.vocab == "joint", vocab_size=d.vocab_size, min_count=d.min_count
         )
 
     @property
@@ -187,7 +202,8 @@ class TranslationTask(Task):
             assert pt.ref is not None
             src = self.src_sw.encode_batch(pt.src)
             tgt = self.tgt_sw.encode_batch(pt.ref)
-            self._train = BucketedPairs(src, tgt, self.data.max_tokens, max_len=self.data.max_len)
+            d = self.data
+            self._train = BucketedPairs(src, tgt, d.max_tokens, max_len=d.max_len, max_sentences=d.batch_sentences)
             if len(self._train) == 0:
                 raise DataError(f"no training pair is shorter than data.max_len={self.data.max_len}; raise it")
         return self._train
@@ -219,7 +235,7 @@ class TranslationTask(Task):
         if src_file is not None:
             return load_user_files(src_file, ref_file)
         d = self.data
-        pt = _parallel(d.dataset, split, d.src_lang, d.tgt_lang)
+        pt = _parallel(d.dataset, split, d.src_lang, d.tgt_lang, d.tokenizer == "word")
         if split == d.valid_split and d.valid_pairs is not None:
             pt = ParallelText(pt.src[: d.valid_pairs], pt.ref[: d.valid_pairs] if pt.ref else None)
         return pt
@@ -311,7 +327,7 @@ class TranslationTask(Task):
         validation; the final evaluation uses the configured beam)."""
         if metric != "bleu":
             return super().score(model, metric, result)
-        return float(self.evaluate_translation(model, "valid", beam=1)["bleu"])
+        return float(self.evaluate_translation(model, "valid", beam=1, tok_bleu=False)["bleu"])
 
     def evaluate_translation(
         self,
@@ -322,9 +338,15 @@ class TranslationTask(Task):
         *,
         beam: int | None = None,
         lenpen: float | None = None,
+        tok_bleu: bool = True,
+        ref_tokenized: bool | None = None,
     ) -> dict[str, Any]:
         """Decode a split (or user files) and score it: sacreBLEU + chrF (with signatures) on the
-        detokenized, cased output, plus the teacher-forced loss/perplexity. ``hyps`` holds the outputs."""
+        detokenized, cased output, plus the teacher-forced loss/perplexity. ``hyps`` holds the outputs.
+
+        ``tok_bleu``: also BLEU on Moses-tokenized text (``bleu_tok``, multi-bleu.perl style, see
+        ``embtie.bleu``); ``ref_tokenized``: the references are tokenized already (None: True for the
+        splits of ``PRETOKENIZED_DATASETS`` and of word-level runs, False for user files)."""
         if src_file is not None and ref_file is None:
             raise DataError("scoring needs references: give --ref-file R with --src-file S")
         texts = self.texts(split, src_file, ref_file)
@@ -334,30 +356,32 @@ class TranslationTask(Task):
         hyps = self.translate(model, texts.src, beam=beam, lenpen=lenpen)
         res = {"split": split if src_file is None else "file", "src_file": None if src_file is None else str(src_file),
                "ref_file": None if ref_file is None else str(ref_file), "beam": beam, "lenpen": lenpen,
-               **corpus_scores(hyps, texts.ref)}  # fmt: skip
+               "bleu_text": self.tgt_sw.text_form,
+               **corpus_scores(hyps, texts.ref, self.data.tgt_lang if tok_bleu else None,
+                               pretokenized=self._ref_tokenized(src_file, ref_tokenized))}  # fmt: skip
         ppl = self.evaluate(model, split, src_file, ref_path=ref_file)
         res.update(loss=ppl["loss"], ppl=ppl["ppl"], tokens=ppl["tokens"], hyps=hyps)
         return res
 
+    def _ref_tokenized(self, src_file: str | Path | None, given: bool | None) -> bool:
+        """Whether the references being scored are tokenized already (``evaluate_translation``)."""
+        if given is not None:
+            return given
+        word_level = getattr(self.data, "tokenizer", "bpe") == "word"
+        return src_file is None and (self.data.dataset in PRETOKENIZED_DATASETS or word_level)
+
     # ------------------------------------------------------------------ run directory
     def save(self, run_dir: Path) -> None:
-        names = SUBWORD_FILES["joint" if self.joint else "separate"]
+        names = VOCAB_FILES[self.data.tokenizer]["joint" if self.joint else "separate"]
         sws = (self.tgt_sw,) if self.joint else (self.src_sw, self.tgt_sw)
         for name, sw in zip(names, sws):
             dst = Path(run_dir) / name
             if not dst.is_file():
-                shutil.copyfile(sw.model_file, dst)
-        (Path(run_dir) / "subwords.json").write_text(
-            json.dumps({"vocab": "joint" if self.joint else "separate", "files": list(names)}), encoding="utf-8"
-        )
+                save_vocab(sw, dst)
+        kind = {"tokenizer": self.data.tokenizer, "vocab": "joint" if self.joint else "separate"}
+        (Path(run_dir) / "subwords.json").write_text(json.dumps({**kind, "files": list(names)}), encoding="utf-8")
 
     @classmethod
     def load(cls, cfg: RunConfig, run_dir: Path) -> TranslationTask:
-        d = Path(run_dir)
-        names = SUBWORD_FILES[cfg.data.vocab]
-        if not all((d / n).is_file() for n in names):
-            return cls(cfg)  # subwords are re-learned (from the cache) when the run dir lacks them
-        if cfg.data.vocab == "joint":
-            sw = Subwords(d / names[0])
-            return cls(cfg, (sw, sw))
-        return cls(cfg, (Subwords(d / names[0]), Subwords(d / names[1])))
+        vocabs = load_vocabs(cfg.data.tokenizer, cfg.data.vocab, Path(run_dir))
+        return cls(cfg, vocabs)  # None: re-learned (subwords from the cache) when the run dir lacks them

@@ -6,16 +6,20 @@ bitwise as if it had not stopped (on CPU)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import save_file
 from torch import nn
 
 from embtie import checkpoint, runtime
 from embtie.errors import ConfigError
 from embtie.tasks.base import Task
+from embtie.training import full_state, parallel
 from embtie.training.state import TrainState
 
 
@@ -30,14 +34,22 @@ def resumable(out: Path, rank: int) -> Path | None:
 def restore(
     ckpt: Path, model: nn.Module, optimizer: torch.optim.Optimizer, task: Task, rt: runtime.Runtime
 ) -> tuple[TrainState, Any]:
-    """Load checkpoint folder ``ckpt`` into model, optimizer and this process's RNG; returns (state, carry)."""
-    checkpoint.load_weights(model, ckpt)
+    """Load checkpoint folder ``ckpt`` into model, optimizer and this process's RNG; returns (state, carry).
+    An FSDP-sharded model (and its optimizer) takes its shards of the whole tensors in the files."""
+    sharded = parallel.is_sharded(model)
+    if sharded:
+        full_state.load_weights(model, ckpt)
+    else:
+        checkpoint.load_weights(model, ckpt)
     raw = checkpoint.load_state(ckpt)
     if raw.get("world_size", 1) != rt.world_size:
         raise ConfigError(
             f"{ckpt.parent.parent} was trained with {raw.get('world_size')} processes; resume it with the same number"
         )
-    checkpoint.load_optimizer(optimizer, ckpt, raw)
+    if sharded:
+        full_state.load_optimizer(model, optimizer, ckpt, raw)
+    else:
+        checkpoint.load_optimizer(optimizer, ckpt, raw)
     mine = checkpoint.load_rank(ckpt, rt.rank)
     torch.set_rng_state(mine["rng.cpu"])
     if rt.device.type == "cuda" and "rng.cuda" in mine:
@@ -57,7 +69,8 @@ def save(
     extra: dict[str, Any],
 ) -> None:
     """Write the checkpoint of ``state.step``: every process its RNG and carry, then rank 0 the
-    shared files (``extra`` is stored next to the state), moved into place atomically."""
+    shared files (``extra`` is stored next to the state), moved into place atomically. An FSDP-sharded
+    model and its optimizer are gathered to rank 0 first, into the single-process format."""
     step = state.step
     d = checkpoint.tmp_dir(out, step)
     try:
@@ -69,11 +82,33 @@ def save(
             mine["rng.cuda"] = torch.cuda.get_rng_state(rt.device)
         checkpoint.save_rank(d, rt.rank, mine)
         runtime.barrier(rt)
-        if rt.is_main:
+        if parallel.is_sharded(model):
+            weights, optim = full_state.gather_weights(model), full_state.gather_optimizer(model, optimizer)
+            if rt.is_main:
+                checkpoint.commit_gathered(out, step, weights, optim, {**state.to_dict(), **extra}, keep=keep)
+        elif rt.is_main:
             checkpoint.commit(out, step, model, optimizer, {**state.to_dict(), **extra}, keep=keep)
     except OSError as e:  # full disk, read-only folder, ...: the previous checkpoint stays as it was
         raise _write_error(out, step, d, e) from e
     runtime.barrier(rt)
+
+
+def save_named(out: Path, name: str, model: nn.Module, info: dict[str, Any], rt: runtime.Runtime) -> None:
+    """``checkpoint.save_named`` (e.g. ``best``): rank 0 writes. An FSDP-sharded model is gathered first,
+    so then every process calls this; otherwise rank 0 alone may."""
+    if not parallel.is_sharded(model):
+        if rt.is_main:
+            checkpoint.save_named(out, name, model, info)
+        return
+    weights = full_state.gather_weights(model)
+    if not rt.is_main:
+        return
+    d = Path(out) / checkpoint.CKPT / name
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".model.safetensors.tmp{os.getpid()}"
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp))
+    os.replace(tmp, d / "model.safetensors")
+    checkpoint.write_atomic(d / "info.json", json.dumps(info, indent=1))
 
 
 def _write_error(out: Path, step: int, tmp: Path, e: OSError) -> checkpoint.CheckpointError:

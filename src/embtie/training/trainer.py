@@ -14,22 +14,20 @@ writes the summary. Where new training features go:
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
 from embtie import checkpoint, progress, runtime, tasks
 from embtie.config import RunConfig
 from embtie.optim import build_optimizer, lr_factor, set_lr, total_steps
 from embtie.progress import MetricsLog
-from embtie.training import checkpointing, monitor, nonfinite
+from embtie.training import checkpointing, monitor, nonfinite, parallel
 from embtie.training.clock import Clock
 from embtie.training.objective import Objective
+from embtie.training.path_shares import PathShareProbe
 from embtie.training.state import TrainState
 from embtie.training.summary import param_counts, summary_record
 from embtie.training.train_log import TrainLog
@@ -51,7 +49,8 @@ class Trainer:
         if rt.is_main:
             self.task.save(self.out)
         self.model = self.task.build_model().to(rt.device)
-        self.optimizer = build_optimizer(self.model, self.tc)
+        self.objective = parallel.prepare(self.model, Objective(self.model, self.task), self.tc, rt)
+        self.optimizer = build_optimizer(self.model, self.tc)  # after prepare: FSDP replaces the parameters
         self.batches_per_epoch = self.task.steps_per_epoch(rt.world_size)
         self.steps_per_epoch = -(-self.batches_per_epoch // self.tc.accumulate)
         self.total = total_steps(self.tc, self.steps_per_epoch)
@@ -63,21 +62,15 @@ class Trainer:
         else:
             self.state, self.carry = checkpointing.restore(ckpt, self.model, self.optimizer, self.task, rt)
             metrics.truncate(self.state.metrics_offset)
-        self.objective = self._wrap(Objective(self.model, self.task))
+        self.probe = None
+        if self.tc.path_probe and rt.is_main:
+            self.probe = PathShareProbe(self.task, self.model, self.out, self.tc.path_probe, rt.device)
+            self.probe.resume(self.state.step if ckpt is not None else -1)
         self.counts = param_counts(self.model)
         self.clock = Clock(self.state.elapsed, rt.device)
         bar = progress.bar(total=self.total, desc=cfg.sharing.name, unit="step", leave=True, initial=self.state.step,
                            enabled=rt.is_main and self.tc.progress)  # fmt: skip
         self.log = TrainLog(metrics, self.state, rt, bar)
-
-    def _wrap(self, objective: nn.Module) -> nn.Module:
-        """DDP across processes and torch.compile, as the config asks."""
-        if self.rt.distributed:
-            dev = self.rt.device
-            objective = DistributedDataParallel(objective, device_ids=[dev.index] if dev.type == "cuda" else None)
-        if self.tc.compile:
-            objective = torch.compile(objective)
-        return objective
 
     # ------------------------------------------------------------------ the loop
     def fit(self) -> None:
@@ -95,6 +88,8 @@ class Trainer:
         epoch, index = divmod(st.step, self.steps_per_epoch)
         if index == 0:
             self.carry = self.task.init_carry(self.model, rt.rank, rt.world_size, rt.device)
+        for hook in filter(None, (getattr(m, "on_train_step", None) for m in self.model.modules())):
+            hook(st.step, self.total, self.optimizer)  # per-step strategy hooks (tie-untie's switch)
         lr = tc.lr * lr_factor(st.step, tc, self.total, self.steps_per_epoch) * st.lr_scale
         set_lr(self.optimizer, lr)
         if tc.accumulate == 1:
@@ -131,8 +126,8 @@ class Trainer:
         tokens = 0
         for j, b in enumerate(parts):
             batch = self.task.train_batch(epoch, b, rt.rank, rt.world_size, rt.device)
-            sync = j == len(parts) - 1 or not rt.distributed  # DDP all-reduces on the last one only
-            with contextlib.nullcontext() if sync else self.objective.no_sync():
+            sync = j == len(parts) - 1 or not rt.distributed  # DDP/FSDP reduce on the last one only
+            with parallel.gradient_sync(self.objective, self.model, sync):
                 with runtime.autocast(rt.device, self.tc.precision):
                     obj, ce, ntok, self.carry = self.objective(batch, self.carry)
                 (obj / len(parts)).backward()
@@ -188,9 +183,10 @@ class Trainer:
     # ------------------------------------------------------------------ validation
     def validate(self, max_batches: int | None) -> dict[str, Any] | None:
         """Validate at the current step on rank 0 (``max_batches`` None: the whole split) while the
-        other processes wait; returns rank 0's result (None elsewhere)."""
+        other processes wait; returns rank 0's result (None elsewhere). A sharded (FSDP) model needs every
+        process in its forward passes: then all validate alike and all get the result."""
         res = None
-        if self.rt.is_main:
+        if self.rt.is_main or parallel.is_sharded(self.model):
             out = self.task.evaluate(self.model, "valid", max_batches=max_batches)
             res = {"step": self.state.step, "full": max_batches is None, "loss": out["loss"], "ppl": out["ppl"],
                    "tokens": out["tokens"]}  # fmt: skip
@@ -208,16 +204,18 @@ class Trainer:
         if st.best_valid_ppl is None or res["ppl"] < st.best_valid_ppl:
             st.best_valid_ppl, st.best_valid_step = res["ppl"], res["step"]
         st.last_eval = res
+        if self.probe is not None and (shares := self.probe.probe(res["step"])) is not None:
+            res["output_path_share"] = shares["all"]
         value = self.task.score(self.model, tc.monitor, res)
         if tc.monitor != "loss":
             res[tc.monitor] = value
         decision = monitor.update(st, value, res["step"], tc)
         if decision.improved and monitor.selects_models(tc):
-            checkpoint.save_named(self.out, "best", self.model, {"step": res["step"], tc.monitor: value})
-        if decision.decayed:
+            checkpointing.save_named(self.out, "best", self.model, {"step": res["step"], tc.monitor: value}, self.rt)
+        if decision.decayed and self.rt.is_main:
             progress.note(self.log.bar, f"step {res['step']}: no better {tc.monitor} in {st.bad_validations} "
                           f"validations, lr x{tc.decay_factor:g} (now x{st.lr_scale:.4g})")  # fmt: skip
-        if decision.stop:
+        if decision.stop and self.rt.is_main:
             progress.note(self.log.bar, f"step {res['step']}: early stop, no better {tc.monitor} in "
                           f"{st.bad_validations} validations (best {st.best_metric:.4g} at step "
                           f"{st.best_metric_step}, in checkpoints/best)")  # fmt: skip

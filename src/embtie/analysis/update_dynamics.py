@@ -1,0 +1,97 @@
+"""Press & Wolf's update dynamics across the runs of a comparison.
+
+Two measurements of the claim that a tied embedding is shaped mostly by its output role:
+
+- ``similarity_to_reference``: for every strategy's run and the ``untied`` run of the same seed, the
+  Procrustes-aligned mean row cosine (``embtie.analysis.procrustes``) of the strategy's input vectors
+  to the untied model's input matrix and to its output matrix. The claim predicts "output" > "input"
+  for tied strategies.
+- the per-run output-path gradient shares over training, measured while training
+  (``train.path_probe``; ``embtie.training.path_shares``), read back here for the report.
+
+Loading models is the slow part, so the similarities are cached in ``DIR/update_dynamics.json`` and
+recomputed only when the set of runs changes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embtie.analysis import procrustes
+from embtie.training import path_shares
+
+REFERENCE = "untied"
+CACHE = "update_dynamics.json"
+
+
+def _vectors(run_dir: Path) -> tuple[Any, Any]:
+    import torch
+
+    from embtie.runs import load_run
+
+    run = load_run(run_dir)
+    with torch.no_grad():
+        s = run.model.sharing
+        return s.input_vectors().float(), s.output_vectors().float()
+
+
+def similarity_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (strategy, seed) with an ``untied`` run of the same seed: {"strategy", "seed",
+    "to_input", "to_output", "to_input_frequent", "to_output_frequent"} (aligned mean row cosines of the
+    strategy's input vectors to the untied run's input and output vectors; "frequent": the 1000 most
+    frequent rows). ``runs``: dicts with "strategy", "seed", "run_dir" and "counts" ((V,) or None)."""
+    refs = {r["seed"]: r for r in runs if r["strategy"] == REFERENCE}
+    rows = []
+    cache: dict[str, tuple[Any, Any]] = {}
+
+    def vectors(d: str):
+        if d not in cache:
+            cache[d] = _vectors(Path(d))
+        return cache[d]
+
+    for r in runs:
+        ref = refs.get(r["seed"])
+        if r["strategy"] == REFERENCE or ref is None:
+            continue
+        x_in, _ = vectors(r["run_dir"])
+        u_in, u_out = vectors(ref["run_dir"])
+        if x_in.shape != u_in.shape or x_in.shape != u_out.shape:
+            continue
+        s_in = procrustes.similarity(u_in, x_in, r.get("counts"))
+        s_out = procrustes.similarity(u_out, x_in, r.get("counts"))
+        row = {"strategy": r["strategy"], "seed": r["seed"], "to_input": s_in["all"], "to_output": s_out["all"]}
+        if "frequent" in s_in:
+            row.update(to_input_frequent=s_in["frequent"], to_output_frequent=s_out["frequent"])
+        rows.append(row)
+    return rows
+
+
+def cached_similarity_rows(out_dir: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``similarity_rows`` through the cache file ``out_dir/update_dynamics.json``."""
+    key = sorted([r["strategy"], r["seed"], str(r["run_dir"])] for r in runs)
+    path = Path(out_dir) / CACHE
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved.get("key") == key:
+                return saved["rows"]
+        except (json.JSONDecodeError, KeyError):
+            pass
+    rows = similarity_rows(runs)
+    if out_dir and Path(out_dir).is_dir():
+        from embtie.checkpoint import write_atomic
+
+        write_atomic(path, json.dumps({"key": key, "rows": rows}, indent=1))
+    return rows
+
+
+def read_path_shares(run_dir: Path) -> dict[str, np.ndarray] | None:
+    """The run's probe records and per-row output shares, or None when it was not probed."""
+    if not (Path(run_dir) / path_shares.FILE).is_file():
+        return None
+    data = path_shares.read(run_dir)
+    return {"records": data["records"], "row_shares": path_shares.row_output_shares(data)}

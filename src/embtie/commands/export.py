@@ -1,0 +1,56 @@
+"""``embtie export``: write an embtie.hf model as stock transformers weights (loadable without embtie)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "fold a Hugging Face model's sharing strategy into stock transformers weights (loadable without embtie)"
+DESCRIPTION = (
+    "Load RUN_OR_HF_DIR (a folder saved with save_pretrained after embtie.hf.apply, or an `embtie hf-compare "
+    "--save-models` strategy folder holding model/), fold its sharing strategy into a plain input embedding and "
+    "lm_head, and save OUT so that transformers' AutoModelForCausalLM / AutoModelForSeq2SeqLM.from_pretrained(OUT) "
+    "gives the same logits with embtie not installed. Strategies that a stock model cannot express (softcap, "
+    "nGPT's normalized h, a bias where the family's lm_head has none) are refused with the reason. "
+    "Needs: pip install 'embtie[hf]'."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="RUN_OR_HF_DIR", help="folder saved from an embtie.hf model (or RUN/model)")
+    parser.add_argument("out", metavar="OUT", help="folder to write the stock transformers model to")
+
+
+def resolve_source(source: str) -> Path:
+    """The save_pretrained folder for RUN_OR_HF_DIR: the folder itself, or its model/ subfolder."""
+    from embtie.errors import ConfigError, DataError
+
+    path = Path(source)
+    if not path.is_dir():
+        raise DataError(f"{path} is not a folder; give a folder saved from an embtie.hf model")
+    for candidate in (path, path / "model"):
+        if (candidate / "config.json").is_file():
+            return candidate
+    if (path / "config.yaml").is_file() or (path / "checkpoints").is_dir():
+        raise ConfigError(
+            f"{path} is a native embtie run; export supports Hugging Face models only (train with "
+            "`embtie hf-compare --save-models` or embtie.hf.apply and save_pretrained)"
+        )
+    raise DataError(f"no config.json in {path} or {path / 'model'}; give a folder saved with save_pretrained")
+
+
+def run(args: argparse.Namespace) -> int:
+    from embtie.errors import ConfigError
+    from embtie.hf import load  # needs transformers: imported on use
+    from embtie.hf.export import export
+
+    source = resolve_source(args.source)
+    out = Path(args.out)
+    if out.resolve() == source.resolve():
+        raise ConfigError(f"OUT {out} is the source folder; choose another folder so the embtie model is kept")
+    model = load(source)
+    result = export(model, out)
+    for note in result.notes:
+        print(f"- {note}")
+    print(f"wrote {result.path} ({'tied' if result.tied else 'untied'}); load it with transformers' from_pretrained")
+    return 0

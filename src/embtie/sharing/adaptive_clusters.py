@@ -1,0 +1,85 @@
+"""The cluster layout of adaptive input / adaptive softmax (Grave et al. 2017; Baevski & Auli 2018).
+
+A frequency-sorted vocabulary [0, V) is cut at ``cutoffs`` c_1 < ... < c_k into k + 1 clusters:
+the head [0, c_1) and the tails [c_1, c_2), ..., [c_k, V). Cutoffs at or past V are dropped (a
+smaller vocabulary has fewer clusters; with none left the layout is one flat softmax). Cluster i has
+width d_i = d / div_factor^i (rounded down, at least 1): the head keeps the model width d, rarer words
+get narrower vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from embtie.errors import ConfigError
+
+DEFAULT_CUTOFFS = (2000, 10000)
+"""Used where they fit under V (WikiText-2, V = 33,278: head 2,000 words, tails 8,000 and 23,278)."""
+
+
+def default_cutoffs(vocab_size: int) -> list[int]:
+    """(2000, 10000) where below V; for a smaller vocabulary one cut at V // 4 (at least 1)."""
+    fit = [c for c in DEFAULT_CUTOFFS if c < vocab_size]
+    return fit or [max(1, vocab_size // 4)]
+
+
+def _check_cutoffs(cutoffs: object, vocab_size: int) -> list[int]:
+    if not isinstance(cutoffs, list | tuple) or not cutoffs:
+        raise ConfigError(f"option cutoffs={cutoffs!r} must be a non-empty list of word ids, e.g. [2000, 10000]")
+    out: list[int] = []
+    for c in cutoffs:
+        if isinstance(c, bool) or not isinstance(c, int):
+            raise ConfigError(f"option cutoffs={list(cutoffs)!r} must hold integers")
+        if c <= 0 or (out and c <= out[-1]):
+            raise ConfigError(
+                f"option cutoffs={list(cutoffs)!r} must be positive and increase strictly, e.g. [2000, 10000]"
+            )
+        out.append(c)
+    return [c for c in out if c < vocab_size]  # a smaller vocabulary simply has fewer clusters
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """Where each cluster starts and ends, and its width."""
+
+    vocab_size: int
+    dim: int
+    bounds: tuple[int, ...]
+    """k + 2 ids: 0, c_1, ..., c_k, V; cluster i holds ids [bounds[i], bounds[i + 1])."""
+    widths: tuple[int, ...]
+    """k + 1 widths d_i; widths[0] = dim."""
+
+    @classmethod
+    def build(cls, vocab_size: int, dim: int, cutoffs: object, div_factor: object) -> ClusterLayout:
+        """Validate ``cutoffs`` (None: ``default_cutoffs``) and ``div_factor`` (a number >= 1)."""
+        cuts = default_cutoffs(vocab_size) if cutoffs is None else _check_cutoffs(cutoffs, vocab_size)
+        if isinstance(div_factor, bool) or not isinstance(div_factor, int | float) or not div_factor >= 1:
+            raise ConfigError(f"option div_factor={div_factor!r} must be a number >= 1 (Baevski & Auli use 4)")
+        widths = tuple(max(1, int(dim / float(div_factor) ** i)) for i in range(len(cuts) + 1))
+        return cls(vocab_size, dim, (0, *cuts, vocab_size), widths)
+
+    @property
+    def n_clusters(self) -> int:
+        """k + 1: the head and the k tails."""
+        return len(self.widths)
+
+    @property
+    def n_tails(self) -> int:
+        return len(self.widths) - 1
+
+    @property
+    def head_size(self) -> int:
+        """c_1 word logits + one logit per tail cluster."""
+        return self.bounds[1] + self.n_tails
+
+    def size(self, i: int) -> int:
+        """V_i, the number of words in cluster i."""
+        return self.bounds[i + 1] - self.bounds[i]
+
+    def cluster_of(self, ids: Tensor) -> Tensor:
+        """(...,) long word ids -> (...,) long cluster index (0 = head)."""
+        inner = torch.tensor(self.bounds[1:-1], dtype=ids.dtype, device=ids.device)
+        return torch.bucketize(ids, inner, right=True)

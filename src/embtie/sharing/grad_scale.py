@@ -1,0 +1,54 @@
+"""Input-gradient scaling for tied embeddings (Lopardo et al. 2026, arXiv 2603.26663).
+
+A tied matrix drifts toward the output space because the output layer's gradient dominates it. This
+strategy is ``tied`` in the forward pass, bit for bit; in backward the gradient reaching E through the
+input path is multiplied by ``input_grad_scale``:
+
+    dL/dE = input_grad_scale * (dL/dE through the input vectors) + (dL/dE through the logits).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from embtie.errors import ConfigError
+from embtie.sharing.registry import register
+from embtie.sharing.tied import Tied
+
+
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward; backward multiplies the incoming gradient by ``factor``."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, factor: float) -> Tensor:  # type: ignore[override]
+        ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        return grad * ctx.factor, None
+
+
+def scale_grad(x: Tensor, factor: float) -> Tensor:
+    """x (any shape) unchanged in forward; its gradient times ``factor`` in backward."""
+    return x if factor == 1.0 else _ScaleGrad.apply(x, factor)
+
+
+@register
+class TiedGradScale(Tied):
+    """Tied; the input path's gradient to E multiplied by ``input_grad_scale`` (forward unchanged)."""
+
+    name = "tied-gradscale"
+    formula = "tied (input e_i; logit z_i = e_i . h); dL/dE = k * dL/dE|input + dL/dE|output"
+    source = "Lopardo et al. 2026, arXiv 2603.26663 (input-gradient scaling)"
+
+    def __init__(self, vocab_size: int, dim: int, *, input_grad_scale: float = 2.0, **options) -> None:
+        value = input_grad_scale
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or value == float("inf"):
+            raise ConfigError(f"option input_grad_scale={value!r} must be a finite number >= 0")
+        self.input_grad_scale = float(value)
+        super().__init__(vocab_size, dim, **options)
+
+    def _input_rows(self, rows: Tensor) -> Tensor:
+        return scale_grad(rows, self.input_grad_scale)
