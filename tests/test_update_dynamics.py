@@ -165,3 +165,17 @@ def test_compare_report_has_the_update_dynamics_section(tmp_path):
 def _over_for_compare() -> list[str]:
     return [*TINY_GPT_BODY, "train.max_steps=4", "train.eval_every=2", "train.eval_batches=2", "train.warmup_steps=0",
             "train.checkpoint_every=0", "train.path_probe=2"]  # fmt: skip
+
+
+def test_a_strategy_without_vocabulary_rows_gets_empty_splits():
+    s = sharing.build("adaptive", vocab_size=40, dim=8, cutoffs=[10, 20])
+    ids = torch.tensor([[1, 2, 30]])
+
+    def loss_fn(_):
+        return s.loss(s.embed(ids).reshape(-1, 8), torch.tensor([2, 30, 5]))
+
+    assert split_row_gradients(s, loss_fn, None) == {"input": {}, "output": {}}
+    from embtie.analysis.row_updates import row_update_counts
+
+    counts = row_update_counts(s, loss_fn, [None, None])
+    assert counts["input_counts"].sum() == 0 and counts["parameters"] == []

@@ -31,22 +31,25 @@ from embtie.progress import bar as progress_bar
 BASELINE = "tied"
 
 DEFAULT_PRESET = "ptb-gpt-tiny"
-DEFAULT_STRATEGIES = ("tied", "untied", "tied-loginit", "tied-shuffle", "l2norm", "fixed")
+DEFAULT_STRATEGIES = ("tied", "untied", "tied-loginit", "l2norm")
 """The default job: the baseline, untying (Su's first countermeasure, and the parameter cost), Su's
-log-init and half-swap, Liu's normalisation, Shalev's fixed classifier."""
-DEFAULT_SEEDS = 2
+log-init (his claim: the slowest to converge) and Liu's normalisation. ``fixed`` is left out until its
+default works behind a final norm (issue 12: with a learned logit scale starting at 1 it ended the old
+120-step default job at valid perplexity 2467 against tied's 580); compare it with --strategies."""
+DEFAULT_SEEDS = 3
 DEFAULT_OVERRIDES: tuple[str, ...] = (
     "data.batch_size=16",
     "data.valid_tokens=20000",
-    "train.max_steps=120",
-    "train.warmup_steps=20",
-    "train.eval_every=40",
+    "train.max_steps=350",
+    "train.warmup_steps=35",
+    "train.eval_every=50",
     "train.eval_batches=10",
-    "train.checkpoint_every=40",
+    "train.checkpoint_every=350",
     "train.threads=1",
 )
-"""Applied before the user's overrides when no preset is given: 12 short runs (16 x 64 tokens per step,
-120 steps, validation on the first 20,000 PTB valid tokens), sized for ~10 minutes on 2 idle CPU cores.
+"""Applied before the user's overrides when no preset is given: 12 runs (4 strategies x 3 seeds) of 350
+steps of 16 x 64 tokens, validated every 50 steps on 10 batches and at the end on the first 20,000 PTB
+valid tokens; two runs at a time (``--jobs``, one thread each), sized for <= 10 minutes on 2 idle cores.
 One thread per run: on a busy machine two threads per process ran 2.8x slower than one (measured side by
 side: 120 steps in 613 s with 2 threads vs 200 steps in 361 s with 1, load average 11 on 2 cores)."""
 

@@ -54,6 +54,8 @@ def split_row_gradients(
     training loss. Gradients are zero tensors where a path does not reach a parameter.
     """
     params = row_parameters(sharing_module)
+    if not params:  # e.g. adaptive's per-cluster tables: no parameter has one row per token
+        return {"input": {}, "output": {}}
     record: list[tuple[Tensor, Tensor]] = []
     with _detached_embed(sharing_module, record):
         loss = loss_fn(batch)
