@@ -139,3 +139,27 @@ def test_average_state_dicts_is_the_fp32_mean_and_keeps_aliases():
     # fp32 accumulation: the float16 sum 3 x 60000 would overflow (max 65504); the mean does not
     big = [{"w": torch.tensor([60000.0], dtype=torch.float16)} for _ in range(3)]
     assert float(average_state_dicts(big)["w"]) == 60000.0
+
+
+def _rescore(tables, sid, tokens):
+    """sum log p of ``tokens`` then EOS under the table model."""
+    m = TableModel({sid: tables})
+    state, prev, total = m.start(src_of(sid)), torch.tensor([BOS]), 0.0
+    for tok in [*tokens, EOS]:
+        lp, state = m.next_logprobs(prev, state)
+        total += float(lp[0, tok])
+        prev = torch.tensor([tok])
+    return total
+
+
+def test_any_beam_width_gives_an_eos_free_hypothesis_with_its_exact_score():
+    # beams of up to 8 over a vocabulary of 6: fewer non-EOS candidates than slots, so EOS candidates
+    # fill live slots (they are given -inf so that nothing continues past an EOS)
+    # a model that, fed its own EOS, goes on confidently (as a trained model may): (EOS,) -> A -> EOS
+    tables = {(): {A: 0.5, B: 0.3, EOS: 0.2}, (A,): {A: 0.6, EOS: 0.4}, (A, A): {EOS: 0.9, B: 0.1},
+              (EOS,): {A: 1.0}, (EOS, A): {EOS: 1.0}}  # fmt: skip
+    for k in (1, 2, 4, 6, 7, 8):
+        m = TableModel({1: tables})
+        (hyp,) = beam_search(m, src_of(1, length=4), beam=k, lenpen=1.0, max_len_ratio=2, max_len_extra=2)
+        assert EOS not in hyp.tokens, k
+        assert hyp.score == pytest.approx(_rescore(tables, 1, hyp.tokens), abs=1e-5), k

@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "train": "train",
     "eval": "evaluate",
     "translate": "translate",
+    "caption": "caption",
+    "prepare-captions": "prepare_captions",
     "average": "average",
     "compare": "compare",
     "analyze": "analyze",

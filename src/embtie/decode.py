@@ -177,6 +177,9 @@ def beam_search(
         scores = top_s.gather(1, keep)
         beams = src_beam.gather(1, keep)
         toks = tok.gather(1, keep)
+        # fewer than k non-EOS candidates (a vocabulary smaller than 2k): an EOS candidate that fills a
+        # live slot must not be continued past its EOS
+        scores = scores.masked_fill(toks == EOS, float("-inf"))
         history = torch.cat(
             [history.gather(1, beams.unsqueeze(-1).expand(-1, -1, history.shape[2])), toks[..., None]], 2
         )

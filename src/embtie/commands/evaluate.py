@@ -6,6 +6,11 @@ their signatures, next to BLEU on Moses-tokenized text (multi-bleu.perl style, a
 NMT papers report it; ``--ref-tokenized`` when R is tokenized already), plus the perplexity; the
 outputs go to RUN_DIR/hyps.<split>.txt (and eval.json under ``<split>``, or ``<split>@<checkpoint>``
 when --checkpoint is given).
+
+Captioning runs (tasks with ``evaluate_captions``): ``embtie eval RUN_DIR --split valid`` captions every
+image of the split (``--beam``) and reports BLEU-1..4, METEOR, ROUGE-L, CIDEr, vocabulary usage and the
+rare-word share; ``--split test --test-file CAPTIONS`` scores the test images against a captions file
+(``IMAGE#k<TAB>caption``; the Flickr8k test captions are held out). Captions go to RUN_DIR/hyps.<split>.txt.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     run_ = load_for_decoding(args.run_dir, args.checkpoint, device=args.device)
     if translation:
         return _translation(run_, split, args)
+    if hasattr(run_.task, "evaluate_captions"):
+        from embtie.commands.caption_eval import captioning
+
+        return captioning(run_, split, path, args, _save)
     res = run_.task.evaluate(run_.model, split, path=path)
     res = {**res, "file": path, "checkpoint": run_.checkpoint.name}
     print(f"{split} ppl {res['ppl']:.2f} (loss {res['loss']:.4f}, {res['tokens']} tokens)")
@@ -68,6 +77,8 @@ def _check_inputs(args: argparse.Namespace) -> bool:
 
     cfg = read_run_config(args.run_dir)
     translation = hasattr(tasks.get(cfg.task), "evaluate_translation")
+    if hasattr(tasks.get(cfg.task), "evaluate_captions") and (args.src_file or args.ref_file):
+        raise ConfigError("a captioning run takes --test-file CAPTIONS (IMAGE#k<TAB>caption lines), not --src-file")
     if translation and args.test_file:
         raise ConfigError("a translation run takes --src-file S --ref-file R, not --test-file")
     if not translation and (args.src_file or args.ref_file):

@@ -7,7 +7,7 @@ import it below.
 
 from __future__ import annotations
 
-from embtie.tasks import lm, translation  # noqa: F401  (registers "lm", "translation")
+from embtie.tasks import captioning, lm, translation  # noqa: F401  (registers "captioning", "lm", "translation")
 from embtie.tasks.base import StepLoss, Task
 from embtie.tasks.registry import data_config_class, get, names, register
 

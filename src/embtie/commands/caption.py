@@ -1,0 +1,37 @@
+"""``embtie caption RUN_DIR IMAGE... [--beam 10]``: print a caption for each image file with a trained
+captioning run (``IMAGE<TAB>caption`` per line; images are encoded by the run's encoder, not cached)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from embtie.commands.common import device_arg, positive_int, read_run_config
+
+HELP = "caption image files with a trained captioning run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("images", metavar="IMAGE", nargs="+", help="image files (.jpg, .png)")
+    parser.add_argument("--beam", type=positive_int, default=None, help="beam width (1: greedy; default: the run's)")
+    parser.add_argument("--checkpoint", metavar="NAME", help="e.g. best (default: newest)")
+    parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
+
+
+def run(args: argparse.Namespace) -> int:
+    from embtie import tasks
+    from embtie.errors import ConfigError, DataError
+    from embtie.runs import load_for_decoding
+
+    cfg = read_run_config(args.run_dir)
+    if not hasattr(tasks.get(cfg.task), "caption_files"):
+        raise ConfigError(f"{args.run_dir} is a {cfg.task!r} run, not a captioning run")
+    paths = [Path(p).expanduser() for p in args.images]
+    for p in paths:  # checked before the model is loaded
+        if not p.is_file():
+            raise DataError(f"image {p} does not exist; give paths of .jpg or .png files")
+    run_ = load_for_decoding(args.run_dir, args.checkpoint, args.device)
+    for p, cap in zip(paths, run_.task.caption_files(run_.model, paths, beam=args.beam)):
+        print(f"{p}\t{cap}")
+    return 0

@@ -1,0 +1,51 @@
+"""``embtie prepare-captions [--images DIR] [--out DIR]``: extract and cache the image features of a
+captioning dataset once (pooled and spatial, by a frozen encoder), resumably, with a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from embtie.commands.common import positive_int
+
+HELP = "extract the image features of a captioning dataset into the feature cache (resumable)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--images", metavar="DIR", help="folder of the images (default: "
+                        "$EMBTIE_CACHE/flickr8k/images, i.e. ~/.cache/embtie/flickr8k/images)")  # fmt: skip
+    parser.add_argument("--out", metavar="DIR", help="feature cache folder (default: "
+                        "$EMBTIE_CACHE/flickr8k/features-<encoder>, where captioning runs look)")  # fmt: skip
+    parser.add_argument("--encoder", default="efficientnet-lite0", help="frozen image encoder (default: %(default)s)")
+    parser.add_argument("--list", metavar="FILE", help="only the images named in FILE (one a line), e.g. a split list")
+    parser.add_argument("--limit", type=positive_int, help="only the first N images (sorted by name)")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="images per encoder batch (default: 16)")
+    parser.add_argument("--threads", type=positive_int, help="CPU threads (default: torch's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from embtie.data.captions import read_split
+    from embtie.data.image_features import build_feature_cache, default_feature_dir, default_image_dir, list_images
+    from embtie.errors import DataError
+    from embtie.models.image_encoders import build_encoder
+
+    images = Path(args.images).expanduser() if args.images else default_image_dir()
+    if args.images is None and not images.is_dir():
+        raise DataError(f"no image folder at {images} (the default); give --images DIR, the folder of the "
+                        "Flickr8k .jpg files")  # fmt: skip
+    names = read_split("images", args.list) if args.list else list_images(images)
+    names = names[: args.limit] if args.limit else names
+    out = Path(args.out).expanduser() if args.out else default_feature_dir(args.encoder)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    encoder = build_encoder(args.encoder)
+    t0 = time.perf_counter()
+    rep = build_feature_cache(images, out, encoder, names, batch_size=args.batch_size)
+    dt = time.perf_counter() - t0
+    rate = f", {rep.added / dt:.2f} images/s" if rep.added and dt > 0 else ""
+    print(f"{len(names)} images in {rep.cache_dir}: {rep.cached_before} already cached, {rep.added} added "
+          f"in {dt:.1f} s{rate} ({encoder.name}: {encoder.grid} x {encoder.channels} per image)")  # fmt: skip
+    return 0

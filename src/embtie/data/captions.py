@@ -1,0 +1,93 @@
+"""Image captions: the Flickr8k token file, split lists and the paper's tokenization.
+
+- Captions file (``Flickr8k.token.txt``): one ``IMAGE#k<TAB>caption`` per line (k: the caption's
+  number, 0-4 in Flickr8k).
+- Split lists (``Flickr_8k.{train,dev,test}Images.txt``): one image file name per line. The test
+  images' captions are held out: a test evaluation takes a captions file the user supplies.
+- Tokenization (Shalev et al.'s "basic tokenization"): lowercase, words of letters and digits
+  (``[a-z0-9]+``, so "dog's" -> "dog s" and punctuation goes); the vocabulary keeps the training words
+  seen at least ``min_count`` times (5 in the paper), the rest are ``<unk>`` (``WordVocab``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from embtie.data.files import DataFile, data_root, read_lines, user_file
+from embtie.errors import DataError
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+FLICKR8K_CAPTIONS = DataFile(
+    "flickr8k/Flickr8k.token.txt", "179906e897e808c52e32315f821f852225d8f793cc2608552f7fa2ff825ecb5a"
+)
+FLICKR8K_SPLITS = {
+    "train": DataFile(
+        "flickr8k/Flickr_8k.trainImages.txt", "e330ddd5156a4c2d2e2b67bc587e70e588f2d132bd8a10dc54dcb71e58115d8e"
+    ),
+    "valid": DataFile(
+        "flickr8k/Flickr_8k.devImages.txt", "18ba829f47f6df1cb830bf7f0506e2ddf333818925299babbd1bbcaf50fdc504"
+    ),
+    "test": DataFile(
+        "flickr8k/Flickr_8k.testImages.txt", "c0924146c131458ceba45da59670fe9520eadce1e5cafffa16a817672a9b1f17"
+    ),
+}
+
+
+def tokenize(caption: str) -> str:
+    """Lowercased words of letters and digits, joined by single spaces: "A dog's ball ." -> "a dog s ball"."""
+    return " ".join(_WORD.findall(caption.lower()))
+
+
+def parse_captions(lines: list[str], where: str) -> dict[str, list[str]]:
+    """``IMAGE#k<TAB>caption`` lines -> image name -> its tokenized captions, in file order."""
+    out: dict[str, list[str]] = {}
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        key, sep, text = line.partition("\t")
+        name = key.rpartition("#")[0] if "#" in key else key
+        if not sep or not name.strip():
+            raise DataError(f"{where} line {n} is not `IMAGE#k<TAB>caption`; give a Flickr8k.token.txt-style file")
+        out.setdefault(name.strip(), []).append(tokenize(text))
+    if not out:
+        raise DataError(f"{where} holds no captions; give a Flickr8k.token.txt-style file (IMAGE#k<TAB>caption)")
+    return out
+
+
+def read_captions(path: str | Path | None = None, what: str = "captions file") -> dict[str, list[str]]:
+    """The captions of a user file (``path``), or of the shipped Flickr8k file (checksum verified)."""
+    if path is None:
+        return parse_captions(read_lines(FLICKR8K_CAPTIONS.path(data_root()), FLICKR8K_CAPTIONS.sha256),
+                              str(FLICKR8K_CAPTIONS.path()))  # fmt: skip
+    p = user_file(path, what)
+    return parse_captions(read_lines(p), f"{what} {p}")
+
+
+def read_split(split: str, path: str | Path | None = None) -> list[str]:
+    """The image names of ``split`` (train, valid, test): a user list (``path``) or the official one."""
+    if path is not None:
+        p = user_file(path, f"{split} image list")
+        names = [line.strip() for line in read_lines(p) if line.strip()]
+    else:
+        if split not in FLICKR8K_SPLITS:
+            raise DataError(f"unknown split {split!r}; choose one of: {', '.join(FLICKR8K_SPLITS)}")
+        f = FLICKR8K_SPLITS[split]
+        names = [line.strip() for line in read_lines(f.path(data_root()), f.sha256) if line.strip()]
+    if not names:
+        raise DataError(f"the {split} image list {path or FLICKR8K_SPLITS[split].path()} is empty")
+    return names
+
+
+def captions_of(names: list[str], captions: dict[str, list[str]], split: str, source: str) -> list[list[str]]:
+    """The captions of each image of a split; a DataError naming the fix when some images have none
+    (the Flickr8k test captions are held out: give them with --test-file)."""
+    lacking = [n for n in names if not captions.get(n)]
+    if lacking:
+        hint = " (test captions are held out: give them with --test-file CAPTIONS)" if split == "test" else ""
+        raise DataError(
+            f"{len(lacking)} of {len(names)} {split} images have no caption in {source} (first: {lacking[0]})"
+            f"{hint}; give a captions file that covers the split"
+        )
+    return [captions[n] for n in names]

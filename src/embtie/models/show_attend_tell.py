@@ -1,0 +1,123 @@
+"""Show, Attend and Tell (Xu et al. 2015): an LSTM with soft attention over the image's feature grid.
+
+With a = (a_1 .. a_L) the spatial features (B, L, C) of an image (7 x 7 = 49 cells of C = 1280 for
+EfficientNet-Lite0), per output step t:
+
+    h_0 = tanh(W_h0 mean_i a_i),  c_0 = W_c0 mean_i a_i                  (init from the mean feature)
+    e_ti = v . tanh(W_a a_i + W_q h_{t-1}),  alpha_t = softmax_i(e_t)    (soft attention)
+    beta_t = sigmoid(w_b . h_{t-1} + b_b)                                 (gating scalar)
+    z_t = beta_t sum_i alpha_ti a_i
+    h_t, c_t = LSTM([embed(y_{t-1}); z_t], (h_{t-1}, c_{t-1}))
+    out_t = embed(y_{t-1}) + L_h dropout(h_t) + L_z z_t                   (B, d): Xu's deep output
+
+and the logits are ``sharing.logits(out_t)`` (Xu's L_o is the sharing object's output layer). Training
+adds the doubly stochastic regularisation lambda * sum_i (1 - sum_t alpha_ti)^2 (summed over cells,
+averaged over images; only real target positions t count): ``doubly_stochastic``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from embtie.data.subwords import PAD
+from embtie.errors import ConfigError
+from embtie.models.captioner import Captioner
+from embtie.models.registry import register
+
+
+@dataclass
+class ShowAttendTellConfig:
+    """Sizes of the Show-Attend-Tell captioner."""
+
+    name: str = "show-attend-tell"
+    dim: int = 512
+    """word embedding width d (and of the deep output fed to the output layer)."""
+    hidden: int = 512
+    """LSTM width."""
+    attn_dim: int = 512
+    feature_dim: int = 1280
+    """C, the width of each grid cell's feature (1280 for EfficientNet-Lite0)."""
+    dropout: float = 0.5
+    attention_reg: float = 0.02
+    """lambda of the doubly stochastic term (summed over the L cells: 0.02 ~ 1/49 is a mean over a 7 x 7
+    grid with weight 1)."""
+
+    def __post_init__(self) -> None:
+        for name in ("dim", "hidden", "attn_dim", "feature_dim"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{self.name} {name}={v!r} must be an integer >= 1")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"{self.name} dropout={self.dropout!r} must be in [0, 1)")
+        if not self.attention_reg >= 0:
+            raise ConfigError(f"{self.name} attention_reg={self.attention_reg!r} must be >= 0")
+
+
+def doubly_stochastic(alphas: Tensor, mask: Tensor, lam: float) -> Tensor:
+    """lambda * mean_b sum_i (1 - sum_t mask_bt alpha_bti)^2; alphas (B, T, L), mask (B, T) bool -> scalar."""
+    total = (alphas * mask.unsqueeze(-1).to(alphas.dtype)).sum(1)  # (B, L)
+    return lam * ((1.0 - total) ** 2).sum(1).mean()
+
+
+@register("show-attend-tell", ShowAttendTellConfig)
+class ShowAttendTell(Captioner):
+    """Soft attention over the spatial grid with a gating scalar; embedding and output from ``sharing``."""
+
+    feature_kind = "spatial"
+    source_state_keys = ("feats", "keys")
+
+    def __init__(self, config: ShowAttendTellConfig, sharing: nn.Module) -> None:
+        super().__init__(sharing)
+        self.config = c = config
+        self.init_h = nn.Linear(c.feature_dim, c.hidden)
+        self.init_c = nn.Linear(c.feature_dim, c.hidden)
+        self.w_a = nn.Linear(c.feature_dim, c.attn_dim, bias=False)
+        self.w_q = nn.Linear(c.hidden, c.attn_dim)
+        self.v = nn.Linear(c.attn_dim, 1, bias=False)
+        self.gate = nn.Linear(c.hidden, 1)
+        self.cell = nn.LSTMCell(c.dim + c.feature_dim, c.hidden)
+        self.l_h = nn.Linear(c.hidden, c.dim)
+        self.l_z = nn.Linear(c.feature_dim, c.dim, bias=False)
+        self.drop = nn.Dropout(c.dropout)
+
+    def begin(self, feats: Tensor) -> dict:
+        """feats (B, L, C) -> state: feats, keys (B, L, A), h and c (B, H)."""
+        a = feats.to(self.w_a.weight.dtype)
+        mean = a.mean(1)
+        return {"feats": a, "keys": self.w_a(a), "h": torch.tanh(self.init_h(mean)), "c": self.init_c(mean)}
+
+    def attend(self, h: Tensor, state: dict) -> tuple[Tensor, Tensor]:
+        """h (B, H) -> (gated context z (B, C), attention weights alpha (B, L), each row summing to 1)."""
+        scores = self.v(torch.tanh(state["keys"] + self.w_q(h).unsqueeze(1))).squeeze(-1)
+        alpha = torch.softmax(scores.float(), dim=-1).to(state["feats"].dtype)
+        ctx = torch.bmm(alpha.unsqueeze(1), state["feats"]).squeeze(1)
+        return torch.sigmoid(self.gate(h)) * ctx, alpha
+
+    def _step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict, Tensor]:
+        y = self.sharing.embed(prev)
+        z, alpha = self.attend(state["h"], state)
+        h, c = self.cell(torch.cat([self.drop(y), z.to(y.dtype)], dim=-1), (state["h"], state["c"]))
+        out = y + self.l_h(self.drop(h)) + self.l_z(z)
+        return self.drop(out), {**state, "h": h, "c": c}, alpha
+
+    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+        out, state, _ = self._step(prev, state)
+        return out, state
+
+    def run(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher forcing: feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), attention weights (B, T, L))."""
+        state = self.begin(feats)
+        outs, alphas = [], []
+        for t in range(tgt_in.shape[1]):
+            out, state, alpha = self._step(tgt_in[:, t], state)
+            outs.append(out)
+            alphas.append(alpha)
+        return torch.stack(outs, 1), torch.stack(alphas, 1)
+
+    def forward(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), doubly stochastic penalty over real positions)."""
+        h, alphas = self.run(feats, tgt_in)
+        return h, doubly_stochastic(alphas, tgt_in != PAD, self.config.attention_reg)

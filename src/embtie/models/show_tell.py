@@ -1,0 +1,80 @@
+"""Show and Tell (Vinyals et al. 2015): the image embedding is the LSTM's first input.
+
+    x_{-1} = W_I f            (f: the pooled image feature (B, C); W_I: C -> d)
+    x_t = embed(w_t)          (t >= 0, w_0 = <s>; ``sharing.embed``)
+    m_t = LSTM(x_t, m_{t-1})
+    h_t = W_o dropout(m_t)    (B, d) -> logits through the sharing object
+
+The image is shown once, before <s>. Training runs the whole sequence through ``nn.LSTM``; decoding
+steps the same LSTM one word at a time, which gives the same hidden states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from embtie.errors import ConfigError
+from embtie.models.captioner import Captioner
+from embtie.models.registry import register
+
+
+@dataclass
+class ShowTellConfig:
+    """Sizes of the Show-and-Tell captioner."""
+
+    name: str = "show-tell"
+    dim: int = 512
+    """word embedding width d (and the width of h fed to the output layer)."""
+    hidden: int = 512
+    """LSTM width."""
+    layers: int = 1
+    feature_dim: int = 1280
+    """C, the width of the image features (1280 for EfficientNet-Lite0)."""
+    dropout: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("dim", "hidden", "layers", "feature_dim"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{self.name} {name}={v!r} must be an integer >= 1")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"{self.name} dropout={self.dropout!r} must be in [0, 1)")
+
+
+@register("show-tell", ShowTellConfig)
+class ShowTell(Captioner):
+    """Image embedding as the first LSTM input; word embedding and output layer from ``sharing``."""
+
+    feature_kind = "pooled"
+
+    def __init__(self, config: ShowTellConfig, sharing: nn.Module) -> None:
+        super().__init__(sharing)
+        self.config = c = config
+        self.image_embed = nn.Linear(c.feature_dim, c.dim)
+        self.lstm = nn.LSTM(c.dim, c.hidden, num_layers=c.layers, batch_first=True,
+                            dropout=c.dropout if c.layers > 1 else 0.0)  # fmt: skip
+        self.out = nn.Linear(c.hidden, c.dim)
+        self.drop = nn.Dropout(c.dropout)
+
+    def _image_input(self, feats: Tensor) -> Tensor:
+        """(B, C) -> (B, 1, d) the first LSTM input."""
+        return self.drop(self.image_embed(feats.to(self.image_embed.weight.dtype))).unsqueeze(1)
+
+    def forward(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """feats (B, C), tgt_in (B, T) -> (h (B, T, d), zero penalty)."""
+        x = self.drop(self.sharing.embed(tgt_in))
+        m, _ = self.lstm(torch.cat([self._image_input(feats).to(x.dtype), x], dim=1))
+        return self.out(self.drop(m[:, 1:])), m.new_zeros(())
+
+    def begin(self, feats: Tensor) -> dict:
+        _, (h, c) = self.lstm(self._image_input(feats))
+        return {"h": h.transpose(0, 1), "c": c.transpose(0, 1)}  # (B, layers, H): batch first for beams
+
+    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+        x = self.drop(self.sharing.embed(prev)).unsqueeze(1)
+        hc = (state["h"].transpose(0, 1).contiguous(), state["c"].transpose(0, 1).contiguous())
+        m, (h, c) = self.lstm(x, hc)
+        return self.out(self.drop(m[:, 0])), {"h": h.transpose(0, 1), "c": c.transpose(0, 1)}
