@@ -31,27 +31,32 @@ from embtie.progress import bar as progress_bar
 BASELINE = "tied"
 
 DEFAULT_PRESET = "ptb-gpt-tiny"
-DEFAULT_STRATEGIES = ("tied", "untied", "tied-loginit", "l2norm")
-"""The default job: the baseline, untying (Su's first countermeasure, and the parameter cost), Su's
-log-init (his claim: the slowest to converge) and Liu's normalisation. ``fixed`` is left out until its
-default works behind a final norm (issue 12: with a learned logit scale starting at 1 it ended the old
-120-step default job at valid perplexity 2467 against tied's 580); compare it with --strategies."""
+DEFAULT_STRATEGIES = ("tied", "untied", "l2norm")
+"""The default job: the baseline, untying (Su's first countermeasure, and its parameter cost) and Liu's
+normalisation. Chosen so that the verdicts are stable across base seeds at this budget (measured, see
+DEFAULT_OVERRIDES). ``tied-loginit`` (-3 to -4% perplexity, seed sd 6) and ``l2norm`` with 3 or 4 seeds
+flipped between "better" and "within noise" from one base seed to another; ``fixed`` is left out until
+its default works behind a final norm (issue 12: with a learned logit scale starting at 1 it ended the
+old 120-step default job at valid perplexity 2467 against tied's 580). Compare them with --strategies."""
 DEFAULT_SEEDS = 3
+DEFAULT_JOB_SEEDS = 5
 DEFAULT_OVERRIDES: tuple[str, ...] = (
     "data.batch_size=16",
     "data.valid_tokens=20000",
-    "train.max_steps=350",
-    "train.warmup_steps=35",
+    "train.max_steps=300",
+    "train.warmup_steps=30",
     "train.eval_every=50",
     "train.eval_batches=10",
-    "train.checkpoint_every=350",
+    "train.checkpoint_every=300",
     "train.threads=1",
 )
-"""Applied before the user's overrides when no preset is given: 12 runs (4 strategies x 3 seeds) of 350
+"""Applied before the user's overrides when no preset is given: 15 runs (3 strategies x 5 seeds) of 300
 steps of 16 x 64 tokens, validated every 50 steps on 10 batches and at the end on the first 20,000 PTB
 valid tokens; two runs at a time (``--jobs``, one thread each), sized for <= 10 minutes on 2 idle cores.
-One thread per run: on a busy machine two threads per process ran 2.8x slower than one (measured side by
-side: 120 steps in 613 s with 2 threads vs 200 steps in 361 s with 1, load average 11 on 2 cores)."""
+Measured at 350 steps over 8 seeds: valid perplexity sd 5.7 (tied), 3.0 (untied), 3.7 (l2norm), so 5
+seeds are needed for l2norm's -3.6% to pass the seed test from any base seed. One thread per run: on a
+busy machine two threads per process ran 2.8x slower than one (120 steps in 613 s with 2 threads vs 200
+steps in 361 s with 1, load average 11 on 2 cores)."""
 
 STRATEGY_OPTIONS: dict[str, dict[str, Any]] = {
     "fixed": {"logit_scale": "learned"},

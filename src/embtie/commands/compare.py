@@ -31,7 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'all' = the twelve seed strategies + ngpt). A variant with options gets a label: "
         "LABEL=NAME:key=value:key=value, e.g. adaptive-l2norm=adaptive:within=l2norm",
     )
-    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per strategy (default {compare.DEFAULT_SEEDS})")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help=f"seeds per strategy (default {compare.DEFAULT_SEEDS}; the default job: {compare.DEFAULT_JOB_SEEDS})",
+    )
     parser.add_argument(
         "--first-seed",
         type=int,
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     spec = compare.CompareSpec(
         preset=preset,
         strategies=strategies,
-        seeds=args.seeds or compare.DEFAULT_SEEDS,
+        seeds=args.seeds or (compare.DEFAULT_JOB_SEEDS if default_job else compare.DEFAULT_SEEDS),
         first_seed=args.first_seed,
         variants=variants,
         overrides=overrides,
