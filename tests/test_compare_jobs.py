@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import math
 
-from embtie import cli
+from embtie import cli, compare
 from tiny_runs import TINY_GPT_BODY
 
 OVER = [*TINY_GPT_BODY, "train.max_steps=4", "train.eval_every=2", "train.eval_batches=2", "train.warmup_steps=0"]
@@ -66,4 +66,8 @@ def test_a_labelled_variant_runs_with_its_options(tmp_path):
         set(rows) == {("tied", "0"), ("scaled", "0")}
         and rows[("scaled", "0")]["valid_ppl"] != rows[("tied", "0")]["valid_ppl"]
     )
-    assert "scaled=tied:logit_scale=0.5" in (tmp_path / "v" / "report.md").read_text()
+    assert "--strategies tied,scaled=tied:logit_scale=0.5 --seeds 1" in (tmp_path / "v" / "report.md").read_text()
+    spec = compare.CompareSpec(
+        strategies=["ad"], variants={"ad": ("adaptive", {"within": "l2norm", "cutoffs": [2, 5]})}
+    )
+    assert "--strategies ad=adaptive:within=l2norm:cutoffs=[2, 5] --seeds" in spec.command()

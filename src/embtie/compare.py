@@ -53,8 +53,10 @@ DEFAULT_OVERRIDES: tuple[str, ...] = (
 """Applied before the user's overrides when no preset is given: 15 runs (3 strategies x 5 seeds) of 300
 steps of 16 x 64 tokens, validated every 50 steps on 10 batches and at the end on the first 20,000 PTB
 valid tokens; two runs at a time (``--jobs``, one thread each), sized for <= 10 minutes on 2 idle cores.
-Measured at 350 steps over 8 seeds: valid perplexity sd 5.7 (tied), 3.0 (untied), 3.7 (l2norm), so 5
-seeds are needed for l2norm's -3.6% to pass the seed test from any base seed. One thread per run: on a
+Measured (``make run`` and ``--first-seed 5``): 524 s and 504 s; the same verdicts from both base
+seeds (untied better by 9.7% / 10.0%, l2norm -2.1% / -2.4% within noise, seed-test p 0.40 / 0.27). With
+3 or 4 seeds at 350 steps, l2norm and tied-loginit flipped between "better" and "within noise" across
+base seeds (tied's seed sd 5.7 perplexity over 8 seeds). One thread per run: on a
 busy machine two threads per process ran 2.8x slower than one (120 steps in 613 s with 2 threads vs 200
 steps in 361 s with 1, load average 11 on 2 cores)."""
 
@@ -94,7 +96,7 @@ class CompareSpec:
         if label not in self.variants:
             return label
         name, opts = self.variants[label]
-        return ":".join([f"{label}={name}", *(f"{k}={yaml.safe_dump(v, default_flow_style=True).strip()}"
+        return ":".join([f"{label}={name}", *(f"{k}={_yaml_value(v)}"
                                               for k, v in opts.items())])  # fmt: skip
 
     def command(self) -> str:
@@ -117,6 +119,28 @@ class PlannedRun:
 
 def run_dir(out_dir: Path, strategy: str, seed: int) -> Path:
     return Path(out_dir) / "runs" / strategy / f"seed{seed}"
+
+
+def _yaml_value(v: Any) -> str:
+    """``v`` as one shell-safe YAML token (the inverse of ``yaml.safe_load`` in ``parse_strategy``):
+    plain strings as they are, everything else as compact JSON (``[2000,10000]``, ``true``, ``0.5``)."""
+    if isinstance(v, str) and yaml.safe_load(v) == v and " " not in v:
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def split_strategies(text: str) -> list[str]:
+    """The entries of a --strategies list: split on commas outside brackets (``a,b=x:k=[1,2]``)."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    return [i.strip() for i in items if i.strip()]
 
 
 def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:

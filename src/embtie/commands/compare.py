@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.strategies.strip() == "all":
         strategies = [*sharing.SEED_STRATEGIES, "ngpt"]
     else:
-        strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+        strategies = compare.split_strategies(args.strategies)
     parsed = [compare.parse_strategy(item) for item in strategies]
     strategies = [label for label, _, _ in parsed]
     variants = {label: (name, opts) for label, name, opts in parsed if label != name or opts}
