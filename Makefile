@@ -13,7 +13,7 @@ export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
 $(BIN)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,hf]'
+	$(BIN)/python -m pip install -q -e '.[dev,hf,caption]'
 	@touch $@
 
 venv: $(BIN)/.installed
