@@ -67,7 +67,8 @@ def test_a_labelled_variant_runs_with_its_options(tmp_path):
         and rows[("scaled", "0")]["valid_ppl"] != rows[("tied", "0")]["valid_ppl"]
     )
     assert "--strategies tied,scaled=tied:logit_scale=0.5 --seeds 1" in (tmp_path / "v" / "report.md").read_text()
-    spec = compare.CompareSpec(
-        strategies=["ad"], variants={"ad": ("adaptive", {"within": "l2norm", "cutoffs": [2, 5]})}
-    )
-    assert "--strategies ad=adaptive:within=l2norm:cutoffs=[2, 5] --seeds" in spec.command()
+    opts = {"within": "l2norm", "cutoffs": [2, 5]}
+    spec = compare.CompareSpec(strategies=["tied", "ad"], variants={"ad": ("adaptive", opts)})
+    assert "--strategies tied,ad=adaptive:within=l2norm:cutoffs=[2,5] --seeds" in spec.command()
+    listed = compare.split_strategies("tied,ad=adaptive:within=l2norm:cutoffs=[2,5]")
+    assert [compare.parse_strategy(x) for x in listed] == [("tied", "tied", {}), ("ad", "adaptive", opts)]
