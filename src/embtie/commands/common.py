@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from embtie.errors import ConfigError, DataError
+from embtie.errors import ConfigError
 
 
 def device_arg(text: str) -> str:
@@ -80,15 +80,9 @@ def read_stdin_lines(what: str = "stdin") -> list[str]:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text stream without bytes underneath (e.g. io.StringIO)
         return [line.rstrip("\r\n") for line in sys.stdin]
-    data = stream.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DataError(
-            f"{what} is not UTF-8 text (byte {data[e.start]:#04x} on line {line}); "
-            "convert it, e.g. `iconv -f latin1 -t utf-8`"
-        ) from None
+    from embtie.data.files import decode_utf8
+
+    text = decode_utf8(stream.read(), what)
     lines = text.split("\n")  # only newlines end a sentence (not form feeds or U+2028 inside one)
     if lines[-1] == "":
         lines.pop()

@@ -77,6 +77,18 @@ def data_root_hint() -> str:
     return os.environ.get("EMBTIE_DATA", "unset")
 
 
+def decode_utf8(data: bytes, what: str) -> str:
+    """``data`` decoded as UTF-8; a DataError naming ``what``, the byte and its line otherwise."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(
+            f"{what} is not UTF-8 text (byte {data[e.start]:#04x} on line {line}); "
+            "convert it, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+
+
 def read_text(path: Path, sha256: str | None = None) -> str:
     """The whole text of a (possibly gzipped) UTF-8 file, after verifying its checksum when given.
 
@@ -89,14 +101,7 @@ def read_text(path: Path, sha256: str | None = None) -> str:
             data = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as e:
         raise DataError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DataError(
-            f"{path} is not UTF-8 text (byte {data[e.start]:#04x} on line {line}); "
-            "convert it, e.g. `iconv -f latin1 -t utf-8`"
-        ) from None
+    text = decode_utf8(data, str(path))
     if "\x00" in text:
         raise DataError(f"{path} looks like a binary file (it holds NUL bytes); give a text file")
     return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as open() in text mode

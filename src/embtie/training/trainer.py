@@ -66,6 +66,8 @@ class Trainer:
         if self.tc.path_probe and rt.is_main:
             self.probe = PathShareProbe(self.task, self.model, self.out, self.tc.path_probe, rt.device)
             self.probe.resume(self.state.step if ckpt is not None else -1)
+        self.step_hooks = [m.on_train_step for m in self.model.modules() if hasattr(m, "on_train_step")]
+        """modules' ``on_train_step(step, total, optimizer)``, found once instead of at every step."""
         self.counts = param_counts(self.model)
         self.clock = Clock(self.state.elapsed, rt.device)
         bar = progress.bar(total=self.total, desc=cfg.sharing.name, unit="step", leave=True, initial=self.state.step,
@@ -88,8 +90,8 @@ class Trainer:
         epoch, index = divmod(st.step, self.steps_per_epoch)
         if index == 0:
             self.carry = self.task.init_carry(self.model, rt.rank, rt.world_size, rt.device)
-        for hook in filter(None, (getattr(m, "on_train_step", None) for m in self.model.modules())):
-            hook(st.step, self.total, self.optimizer)  # per-step strategy hooks (tie-untie's switch)
+        for hook in self.step_hooks:  # per-step strategy hooks (tie-untie's switch)
+            hook(st.step, self.total, self.optimizer)
         lr = tc.lr * lr_factor(st.step, tc, self.total, self.steps_per_epoch) * st.lr_scale
         set_lr(self.optimizer, lr)
         if tc.accumulate == 1:
