@@ -6,8 +6,6 @@ gradient is the sum of the input- and output-side gradients."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from embtie.runs import load_run
 from embtie.tasks import get as get_task
 from embtie.train import Objective, train
 from fsdp_worker import config
+from torchrun_launch import torchrun
 
 DATA = os.environ.get("EMBTIE_DATA", str(Path(__file__).resolve().parents[2] / "shared/data"))
 STRATEGIES = ["tied", "l2norm", "fixed", "untied"]
@@ -36,15 +35,14 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("fsdp")
     one, two = root / "one", root / "two"
     env = {**os.environ, "EMBTIE_DATA": DATA, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parent)}
-    torchrun = Path(sys.executable).with_name("torchrun")
     worker = Path(__file__).with_name("fsdp_worker.py")
-    cmd = [str(torchrun), "--standalone", "--nproc_per_node=2", str(worker), str(two), *STRATEGIES]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    for s in STRATEGIES:  # meanwhile, in this process
-        train(config(s, "ddp"), one / s)
-    train(config("tied", "ddp", accumulate=2), one / "tied-acc2")
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out.decode()[-3000:]
+
+    def meanwhile() -> None:  # in this process, while the 2-process runs work
+        for s in STRATEGIES:
+            train(config(s, "ddp"), one / s)
+        train(config("tied", "ddp", accumulate=2), one / "tied-acc2")
+
+    torchrun([str(worker), str(two), *STRATEGIES], env, [two], meanwhile=meanwhile)
     return one, two
 
 

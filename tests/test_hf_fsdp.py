@@ -4,8 +4,6 @@ to identical logits, the tie intact. Accelerate's own FSDP launcher is checked t
 reason measured in the run) where accelerate will not use FSDP on CPU processes."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,17 +15,15 @@ pytest.importorskip("accelerate")
 import embtie.hf as eh
 from embtie.hf.tiny import tiny_model
 from hf_fsdp_worker import NO_DROPOUT, V
+from torchrun_launch import torchrun
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("hf_fsdp")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parent)}
-    torchrun = Path(sys.executable).with_name("torchrun")
     worker = Path(__file__).with_name("hf_fsdp_worker.py")
-    proc = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(worker), str(out)], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout.decode()[-3000:]
+    torchrun([str(worker), str(out)], env, [out / "model"])
     return out
 
 

@@ -2,8 +2,6 @@
 1 process with the same global batch, and weight tying survives the DDP wrapping."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from embtie.optim import build_optimizer
 from embtie.progress import read_metrics
 from embtie.tasks import get as get_task
 from embtie.train import Objective, train
+from torchrun_launch import torchrun
 
 DATA = os.environ.get("EMBTIE_DATA", str(Path(__file__).resolve().parents[2] / "shared/data"))
 OVERRIDES = [
@@ -44,27 +43,9 @@ def test_two_processes_match_one_process(tmp_path, accumulate):
     overrides = [*OVERRIDES, f"train.accumulate={accumulate}"]  # 2: DDP all-reduces on the last micro-batch
     one, two = tmp_path / "one", tmp_path / "two"
     env = {**os.environ, "EMBTIE_DATA": DATA, "OMP_NUM_THREADS": "1"}
-    torchrun = Path(sys.executable).with_name("torchrun")
-    proc = subprocess.Popen(
-        [
-            str(torchrun),
-            "--standalone",
-            "--nproc_per_node=2",
-            "-m",
-            "embtie",
-            "train",
-            "ptb-gpt-tiny",
-            *overrides,
-            "--out",
-            str(two),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    train(load_config("ptb-gpt-tiny", overrides), one)  # meanwhile, in this process
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out.decode()[-2000:]
+    args = ["-m", "embtie", "train", "ptb-gpt-tiny", *overrides, "--out", str(two)]
+    # meanwhile, in this process: the same run on one process
+    torchrun(args, env, [two], meanwhile=lambda: train(load_config("ptb-gpt-tiny", overrides), one))
 
     ra, rb = read_metrics(one), read_metrics(two)
     assert [(r["step"], r["split"]) for r in ra] == [(r["step"], r["split"]) for r in rb]

@@ -61,8 +61,15 @@ def setup(device: str = "auto") -> Runtime:
     return Runtime(rank=rank, world_size=world, local_rank=local, device=dev, owns_group=owns)
 
 
-def teardown(rt: Runtime) -> None:
-    if rt.owns_group and dist.is_initialized():
+def teardown(rt: Runtime, finished: bool = True) -> None:
+    """Leave the process group ``setup`` joined. After a finished run every process meets at a barrier
+    first, so none destroys the group while a peer is still in a collective (pytorch/pytorch#75097).
+    After a failure nothing collective is attempted (the peers may be inside a collective that will never
+    complete; destroying the group then can deadlock): the process exits and torchrun stops the others."""
+    if not (rt.owns_group and dist.is_initialized()):
+        return
+    if finished:
+        dist.barrier()
         dist.destroy_process_group()
 
 

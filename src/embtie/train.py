@@ -54,16 +54,17 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
     threads = torch.get_num_threads()
     if cfg.train.threads is not None:
         torch.set_num_threads(cfg.train.threads)
+    finished = False
     try:
         run_dir.prepare(cfg, out, rt)
-        if done.is_file():
-            summary = json.loads(done.read_text(encoding="utf-8"))
-            if summary.get("finished"):
-                return summary
-        trainer = Trainer(cfg, out, rt)
-        trainer.setup()
-        trainer.fit()
-        return trainer.finish()
+        summary = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
+        if not summary.get("finished"):
+            trainer = Trainer(cfg, out, rt)
+            trainer.setup()
+            trainer.fit()
+            summary = trainer.finish()
+        finished = True
+        return summary
     finally:
         torch.set_num_threads(threads)
-        runtime.teardown(rt)
+        runtime.teardown(rt, finished)
