@@ -21,7 +21,7 @@ from torch.distributed.tensor import DTensor
 
 from embtie import checkpoint
 from embtie.config import load_config
-from embtie.runtime import setup
+from embtie.runtime import exit_process, setup
 from embtie.train import train
 from embtie.training.trainer import Trainer
 
@@ -103,3 +103,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_process(0)  # skip the interpreter shutdown that can abort in gloo's threads (see there)

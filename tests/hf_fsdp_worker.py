@@ -25,6 +25,7 @@ from torch.distributed.fsdp import fully_shard
 
 import embtie.hf as eh
 from embtie.hf.tiny import tiny_model
+from embtie.runtime import exit_process
 
 V = 80
 NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
@@ -71,3 +72,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_process(0)  # skip the interpreter shutdown that can abort in gloo's threads (see there)

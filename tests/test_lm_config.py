@@ -7,7 +7,7 @@ from embtie.errors import ConfigError
 
 
 def test_presets_load_and_round_trip():
-    mine = ("ptb-gpt-tiny", "ptb-lstm-small", "wikitext2-gpt-small")
+    mine = ("ptb-gpt-tiny", "ptb-lstm-small", "ptb-lstm-medium", "wikitext2-gpt-small")
     assert set(mine) <= set(preset_names())
     for name in mine:
         cfg = load_config(name)
@@ -33,6 +33,16 @@ def test_lstm_preset_is_press_and_wolf_small():
     assert (m.n_layers, m.hidden, m.emb_dim, m.dropout, m.init_range) == (2, 200, 200, 0.0, 0.1)
     assert (d.bptt, d.batch_size, t.optimizer, t.epochs, t.decay_after_epochs) == (20, 20, "sgd", 13, 4)
     # lr 1 / clip 5 on a cost summed over the 20 steps == lr 20 / clip 0.25 on the per-token mean
+    assert t.lr / d.bptt == pytest.approx(1.0) and t.grad_clip * d.bptt == pytest.approx(5.0)
+
+
+def test_lstm_medium_preset_is_zarembas_medium():
+    cfg = load_config("ptb-lstm-medium")
+    m, d, t = cfg.model, cfg.data, cfg.train
+    assert (m.n_layers, m.hidden, m.emb_dim, m.dropout, m.init_range) == (2, 650, 650, 0.5, 0.05)
+    assert (d.bptt, d.batch_size, t.epochs, t.decay_after_epochs) == (35, 20, 39, 6)
+    assert t.decay_factor == pytest.approx(1 / 1.2)
+    # lr 1 / clip 5 on a cost summed over the 35 steps == lr 35 / clip 5/35 on the per-token mean
     assert t.lr / d.bptt == pytest.approx(1.0) and t.grad_clip * d.bptt == pytest.approx(5.0)
 
 

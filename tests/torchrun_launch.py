@@ -84,7 +84,7 @@ def torchrun(args: list[str], env: dict[str, str], outputs: list[Path], *, timeo
     status, out = launch.wait(timeout)
     if status is None:
         warnings.warn(f"torchrun did not exit within {timeout:.0f} s; retrying once. Its output and stacks:\n"
-                      f"{out[-6000:]}", stacklevel=2)  # fmt: skip
+                      f"{out[-20000:]}", stacklevel=2)  # fmt: skip
         for p in outputs:
             shutil.rmtree(p, ignore_errors=True)
         status, again = Launch(args, env).wait(timeout)

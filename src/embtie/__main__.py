@@ -1,5 +1,3 @@
-import sys
+from embtie.cli import entry
 
-from embtie.cli import main
-
-sys.exit(main())
+entry()

@@ -179,5 +179,13 @@ def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip()) or "(no message)"
 
 
+def entry() -> typing.NoReturn:
+    """The ``embtie`` command and ``python -m embtie``: ``main`` then ``runtime.exit_process`` (which skips
+    the interpreter's shutdown in a torchrun worker)."""
+    from embtie.runtime import exit_process
+
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
