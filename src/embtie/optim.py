@@ -3,7 +3,9 @@
 Parameter groups (each with its own weight decay, set explicitly):
 - ``embedding``: the strategy's vocabulary-sized matrices (E, a separate O): ``embedding_weight_decay``;
 - ``decay``: every other matrix (ndim >= 2): ``weight_decay``;
-- ``no_decay``: vectors and scalars (biases, norm gains, learned scales): 0.
+- ``no_decay``: vectors and scalars (biases, norm gains, learned scales): 0;
+- ``lr_xM``: parameters a module gives its own learning rate M x lr (``lr_multipliers()``, e.g. a
+  strategy's learned logit scale with ``logit_scale_lr``): weight decay 0.
 
 The schedule is a function of the step alone (``lr_factor``), so resuming needs only the step.
 """
@@ -32,20 +34,41 @@ def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
             emb_ids |= {id(p) for p in module.parameters() if p.dim() == 2 and p.shape[0] == vocab}
             tables = getattr(module, "vocabulary_tables", None)  # tables of other shapes (adaptive clusters)
             emb_ids |= {id(p) for p in tables()} if callable(tables) else set()
+    mults = _lr_multipliers(model)
     groups: dict[str, list[nn.Parameter]] = {"embedding": [], "decay": [], "no_decay": []}
     seen: set[int] = set()
     for p in model.parameters():  # parameters() already deduplicates shared tensors
         if not p.requires_grad or id(p) in seen:
             continue
         seen.add(id(p))
-        if id(p) in emb_ids:
+        if id(p) in mults:
+            groups.setdefault(f"lr_x{mults[id(p)]:g}", []).append(p)
+        elif id(p) in emb_ids:
             groups["embedding"].append(p)
         elif p.dim() >= 2:
             groups["decay"].append(p)
         else:
             groups["no_decay"].append(p)
-    decay = {"embedding": cfg.embedding_weight_decay, "decay": cfg.weight_decay, "no_decay": 0.0}
-    return [{"name": k, "params": v, "weight_decay": decay[k]} for k, v in groups.items() if v]
+    decay = {"embedding": cfg.embedding_weight_decay, "decay": cfg.weight_decay}
+    out = []
+    for k, v in groups.items():
+        if not v:
+            continue
+        group = {"name": k, "params": v, "weight_decay": decay.get(k, 0.0)}
+        if k.startswith("lr_x"):
+            group["lr_mult"] = mults[id(v[0])]
+        out.append(group)
+    return out
+
+
+def _lr_multipliers(model: nn.Module) -> dict[int, float]:
+    """{id(parameter): lr multiple} from every module with ``lr_multipliers()`` (see that method)."""
+    found: dict[int, float] = {}
+    for module in model.modules():
+        declared = getattr(module, "lr_multipliers", None)
+        if callable(declared):
+            found |= {id(getattr(module, name)): float(m) for name, m in declared().items()}
+    return found
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -93,5 +116,6 @@ def lr_factor(step: int, cfg: TrainConfig, total: int, steps_per_epoch: int) -> 
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Every group's lr: ``lr``, times the group's ``lr_mult`` where it has one."""
     for g in optimizer.param_groups:
-        g["lr"] = lr
+        g["lr"] = lr * g.get("lr_mult", 1.0)

@@ -55,6 +55,9 @@ class SharingStrategy(nn.Module):
         embed_scale: multiply input vectors by this number, or "sqrt_d" for sqrt(dim) (fairseq, Gemma).
         logit_scale: multiply logits by this number, "inv_sqrt_d" for dim**-0.5 (tied T5), or
             "learned" for a learned scalar initialised to ``logit_scale_init`` (Hoffer et al.).
+        logit_scale_lr: the learned logit scale's learning rate as a multiple of train.lr (default 1).
+            Adam moves a scalar by about lr per step whatever its gradient, so from 1 at lr 1e-3 the scale
+            can reach only ~1.3 in 300 steps; fixed heads behind a final norm need more (docs).
         softcap: c in z <- c * tanh(z / c) (Gemma 2, modded-nanogpt).
         init_std: std of the normal init of E (and of other learned matrices of the same shape):
             a number, "inv_sqrt_d" (the default, dim**-0.5) or "log_v_over_d" (Su 2023: ln(V)/dim).
@@ -87,6 +90,7 @@ class SharingStrategy(nn.Module):
         embed_scale: float | str | None = None,
         logit_scale: float | str | None = None,
         logit_scale_init: float = 1.0,
+        logit_scale_lr: float = 1.0,
         softcap: float | None = None,
         init_std: float | str | None = None,
         init_range: float | None = None,
@@ -119,6 +123,9 @@ class SharingStrategy(nn.Module):
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         self._fixed_logit_scale: float | None = None
         self.logit_scale_param: nn.Parameter | None = None
+        self._logit_scale_lr = _number("logit_scale_lr", logit_scale_lr)
+        if logit_scale != "learned" and self._logit_scale_lr != 1.0:
+            raise ConfigError(f"option logit_scale_lr={logit_scale_lr!r} needs logit_scale=learned")
         if logit_scale == "learned":
             init = _number("logit_scale_init", logit_scale_init)
             self.logit_scale_param = nn.Parameter(torch.tensor(init))
@@ -222,6 +229,13 @@ class SharingStrategy(nn.Module):
     is then only the remaining factor); see ``Head.norm_power``."""
     sqnorm_bias: ClassVar[float | None] = None
     """c when the logits have the structural bias c ||w_i||^2 (before logit_scale); see ``Head.sqnorm_bias``."""
+
+    def lr_multipliers(self) -> dict[str, float]:
+        """{attribute name of a parameter: its learning rate as a multiple of train.lr} for the parameters
+        that do not use train.lr itself (read by ``embtie.optim.param_groups``)."""
+        if self.logit_scale_param is not None and self._logit_scale_lr != 1.0:
+            return {"logit_scale_param": self._logit_scale_lr}
+        return {}
 
     def logit_scale(self) -> Tensor | float | None:
         """The scalar logit scale s (a 0-d tensor when learned), or None."""
