@@ -39,7 +39,7 @@ def test_plan_rejects_bad_grids(tmp_path):
         compare.plan(compare.CompareSpec("ptb-gpt-tiny", ["tied"], 1, [*TINY, "sharing.name=l2norm"], tmp_path))
     runs = compare.plan(compare.CompareSpec("ptb-gpt-tiny", ["tied", "fixed"], 2, TINY, tmp_path))
     assert [(r.strategy, r.seed) for r in runs] == [("tied", 0), ("tied", 1), ("fixed", 0), ("fixed", 1)]
-    assert runs[2].cfg.sharing.options == {"logit_scale": "learned"} and runs[1].cfg.seed == 1
+    assert runs[2].cfg.sharing.options == {"logit_scale": "learned", "bias": True} and runs[1].cfg.seed == 1
 
 
 def test_plan_gives_every_strategy_the_presets_model_conventions(tmp_path):
