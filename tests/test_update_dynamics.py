@@ -157,6 +157,8 @@ def test_compare_report_has_the_update_dynamics_section(tmp_path):
     md = (out / "report.md").read_text()
     assert "Update dynamics" in md and "output-path share" in md
     assert (out / "output_path_shares.png").is_file() and (out / "update_dynamics.json").is_file()
+    # the plot's re-run command is the comparison's own (path_probe=2), not a second, different probe flag
+    assert "train.path_probe=4" not in md and "train.path_probe=2" in md
     # the report opens with the budget and the plain-language summary; --first-seed names the seeds
     assert md.index("## Summary") < md.index("Validation perplexity") and "Budget: every run trained 4 optimizer" in md
     assert (out / "runs" / "tied" / "seed3" / "summary.json").is_file() and "--first-seed 3" in md

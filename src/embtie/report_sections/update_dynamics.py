@@ -77,7 +77,7 @@ def update_dynamics(ctx: ReportContext) -> list[Block]:
                 plots.output_path_shares(probed, ctx.out_dir / "output_path_shares.png"),
                 "Output-path share of the embedding rows' gradient norm at each validation: all rows and the "
                 "frequent, middle and rare thirds of the vocabulary (seed 0).",
-                f"{ctx.cmd} train.path_probe=4",
+                ctx.cmd if "train.path_probe=" in ctx.cmd else f"{ctx.cmd} train.path_probe=4",
             )
         )
     if not blocks:
