@@ -17,7 +17,7 @@ WORKER = textwrap.dedent(
         marker.write_text("hung once")
         while True:  # the first launch never exits
             time.sleep(0.1)
-    print("rank", os.environ["RANK"], "done", flush=True)
+    sys.stdout.write(f"rank {os.environ['RANK']} done\\n")  # one write (python -u): the ranks share a pipe
     """
 )
 
