@@ -56,8 +56,8 @@ class SharingStrategy(nn.Module):
         logit_scale: multiply logits by this number, "inv_sqrt_d" for dim**-0.5 (tied T5), or
             "learned" for a learned scalar initialised to ``logit_scale_init`` (Hoffer et al.).
         logit_scale_lr: the learned logit scale's learning rate as a multiple of train.lr (default 1).
-            Adam moves a scalar by about lr per step whatever its gradient, so from 1 at lr 1e-3 the scale
-            can reach only ~1.3 in 300 steps; fixed heads behind a final norm need more (docs).
+            Adam moves a scalar by about lr per step whatever its gradient; on ptb-gpt-tiny a fixed head's
+            scale did not grow faster with 10x or 30x (docs/fixed-head.md), so the default stays 1.
         softcap: c in z <- c * tanh(z / c) (Gemma 2, modded-nanogpt).
         init_std: std of the normal init of E (and of other learned matrices of the same shape):
             a number, "inv_sqrt_d" (the default, dim**-0.5) or "log_v_over_d" (Su 2023: ln(V)/dim).
