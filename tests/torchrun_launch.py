@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -39,8 +40,13 @@ class Launch:
             out, _ = self.proc.communicate(timeout=timeout)
             return self.proc.returncode, out.decode(errors="replace")
         except subprocess.TimeoutExpired:
-            family = [*_descendants(self.proc.pid), self.proc.pid]  # workers first: their stacks matter most
-            _signal(family, signal.SIGABRT)  # faulthandler: every process prints its threads' stacks
+            workers = _descendants(self.proc.pid)
+            family = [*workers, self.proc.pid]
+            # faulthandler: every process prints its threads' stacks; the workers first and alone, so their
+            # stacks reach the shared pipe whole, not interleaved with the launcher's
+            _signal(workers, signal.SIGABRT)
+            time.sleep(2)
+            _signal([self.proc.pid], signal.SIGABRT)
             try:
                 out, _ = self.proc.communicate(timeout=20)
             except subprocess.TimeoutExpired:
