@@ -338,6 +338,10 @@ CSV_FIELDS = [
     "chrf",
     "vu",
     "rare_token_share",
+    "bleu1",
+    "meteor",
+    "rouge_l",
+    "cider",
     "run_dir",
 ]
 
@@ -377,13 +381,7 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
             "output_rows_per_batch": diag["row_updates"]["output_rows_per_batch"],
             "run_dir": str(r.run_dir),
         }
-        mt = diag.get("translation")
-        row.update(
-            bleu=mt["scores"].get("bleu") if mt else None,
-            chrf=mt["scores"].get("chrf") if mt else None,
-            vu=mt["vocab_usage"]["vu"] if mt else None,
-            rare_token_share=mt["vocab_usage"]["rare_token_share"] if mt else None,
-        )
+        row.update(_quality_columns(diag))
         rows.append(row)
         per_run.append(
             {
@@ -403,7 +401,19 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
         mine = [x for x in rows if x["strategy"] == name]
         summary_stats[name] = {
             k: stats.seed_summary([x[k] for x in mine if x[k] is not None])
-            for k in ("valid_ppl", "best_valid_ppl", "step0_loss", "tokens_per_s", "rho_output_norm_freq", "bleu", "vu")
+            for k in (
+                "valid_ppl",
+                "best_valid_ppl",
+                "step0_loss",
+                "tokens_per_s",
+                "rho_output_norm_freq",
+                "bleu",
+                "vu",
+                "bleu1",
+                "meteor",
+                "rouge_l",
+                "cider",
+            )
         }
     tests = {}
     if BASELINE in strategies:
@@ -420,6 +430,7 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
                 t["verdict"] = stats.verdict(t, higher_is_better=False)
                 tests[name] = t
     bleu_tests = {}
+    smooth = "none" if any(p["diag"].get("captioning") for p in per_run) else "exp"  # the COCO scorer's BLEU: none
     if BASELINE in strategies and all("bleu_stats" in p["arrays"] for p in per_run):
         base = _seed_stack(per_run, BASELINE, "bleu_stats")
         for name in strategies:
@@ -428,11 +439,23 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
             mine = _seed_stack(per_run, name, "bleu_stats")
             n = min(len(base), len(mine))
             if n:
-                t = stats.bleu_bootstrap(mine[:n], base[:n])
+                t = stats.bleu_bootstrap(mine[:n], base[:n], smooth=smooth)
                 seed_vals = {k: [x["bleu"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
                 stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
                 t["verdict"] = stats.verdict(t, higher_is_better=True)
                 bleu_tests[name] = t
+    vu_tests = {}
+    if BASELINE in strategies and all("word_incidence" in p["arrays"] for p in per_run):
+        base = _seed_stack(per_run, BASELINE, "word_incidence")
+        for name in strategies:
+            mine = _seed_stack(per_run, name, "word_incidence")
+            n = min(len(base), len(mine))
+            if name != BASELINE and n and mine[:n].shape[1:] == base[:n].shape[1:]:
+                t = stats.vocab_usage_bootstrap(mine[:n], base[:n])
+                seed_vals = {k: [x["vu"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
+                stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
+                t["verdict"] = stats.verdict(t, higher_is_better=True)
+                vu_tests[name] = t
     return {
         "preset": spec.preset,
         "runs_finished": len(runs),
@@ -446,9 +469,30 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
         "summary": summary_stats,
         "tests": tests,
         "bleu_tests": bleu_tests,
+        "vu_tests": vu_tests,
         "per_run": per_run,
         "update_dynamics": _similarities(spec, per_run),
     }
+
+
+QUALITY_COLUMNS = ("bleu", "chrf", "vu", "rare_token_share", "bleu1", "meteor", "rouge_l", "cider")
+
+
+def _quality_columns(diag: dict) -> dict:
+    """A run's output-quality columns: translation (sacreBLEU, chrF) or captioning (BLEU-4 as ``bleu``,
+    BLEU-1, METEOR, ROUGE-L, CIDEr), and vocabulary usage with the rare-word share; None where absent."""
+    out: dict = dict.fromkeys(QUALITY_COLUMNS)
+    mt, cap = diag.get("translation"), diag.get("captioning")
+    if mt:
+        out.update(bleu=mt["scores"].get("bleu"), chrf=mt["scores"].get("chrf"))
+    if cap:
+        sc = cap["scores"]
+        out.update(bleu=sc.get("bleu4"), bleu1=sc.get("bleu1"), meteor=sc.get("meteor"), rouge_l=sc.get("rouge_l"),
+                   cider=sc.get("cider"))  # fmt: skip
+    if mt or cap:
+        vu = (mt or cap)["vocab_usage"]
+        out.update(vu=vu["vu"], rare_token_share=vu["rare_token_share"])
+    return out
 
 
 def _similarities(spec: CompareSpec, per_run: list[dict]) -> list[dict]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from embtie import report
 from embtie.report_sections import Section, make_context
+from embtie.report_sections.captioning import captions_and_vocab_usage
 from embtie.report_sections.convergence import steps_to_targets
 from embtie.report_sections.curves import learning_curves
 from embtie.report_sections.frequency import norm_vs_frequency
@@ -29,6 +30,7 @@ SECTIONS: list[Section] = [
     overview,
     validation_perplexity,
     bleu_and_vocab_usage,  # translation runs only
+    captions_and_vocab_usage,  # captioning runs only
     learning_curves,
     steps_to_targets,
     step0_loss,

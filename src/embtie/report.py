@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,27 @@ class Figure:
     caption: str
     command: str
     """the command that regenerates the figure."""
+
+
+@dataclass
+class Example:
+    """One example of a gallery: an image (None: not available here) with labelled lines of text."""
+
+    title: str
+    image: Path | None
+    lines: list[tuple[str, str]]
+    """(label, text) pairs, e.g. (strategy, caption)."""
+
+
+@dataclass
+class Gallery:
+    """Examples side by side: images with their texts in the HTML page (thumbnails inlined as base64
+    JPEG), the texts alone in Markdown."""
+
+    examples: list[Example]
+    caption: str = ""
+    thumbnail: int = 224
+    """longest side of the inlined images, pixels."""
 
 
 @dataclass
@@ -76,6 +98,13 @@ def to_markdown(report: Report, base: Path) -> str:
             out.append("|" + "|".join("---" for _ in b.header) + "|")
             out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
             out.append("")
+        elif isinstance(b, Gallery):
+            if b.caption:
+                out += [f"*{b.caption}*", ""]
+            for ex in b.examples:
+                out.append(f"- **{_md_cell(ex.title)}**" + ("" if ex.image else " (image not available here)"))
+                out += [f"  - {_md_cell(label)}: {_md_cell(text)}" for label, text in ex.lines]
+            out.append("")
         elif isinstance(b, Figure):
             rel = Path(b.path).resolve().relative_to(base.resolve()) if _inside(b.path, base) else b.path
             out += [f"![{b.caption}]({rel})", "", f"*{b.caption}* Regenerate: `{b.command}`", ""]
@@ -106,7 +135,40 @@ td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0 2em}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.9em;color:#444}code{background:#f5f5f5;padding:0 .25em;border-radius:3px}
 .caption{font-style:italic;color:#555}
+.gallery{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:1em}
+.gallery figure{margin:0}.gallery ul{margin:.3em 0;padding-left:1.2em}
 """
+
+
+def _thumbnail_uri(path: Path, size: int) -> str | None:
+    """The image at ``path`` shrunk to at most ``size`` pixels a side, as a data: URI (None if unreadable)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    try:
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            im.thumbnail((size, size))
+            buf = io.BytesIO()
+            im.save(buf, format="JPEG", quality=85)
+    except OSError:
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _html_gallery(g: Gallery) -> str:
+    out = [f'<p class="caption">{_inline(g.caption)}</p>'] if g.caption else []
+    out.append('<div class="gallery">')
+    for ex in g.examples:
+        uri = _thumbnail_uri(Path(ex.image), g.thumbnail) if ex.image else None
+        img = f'<img alt="{html.escape(ex.title)}" src="{uri}">' if uri else "<p>(image not available)</p>"
+        rows = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(text)}</li>" for label, text in ex.lines)
+        out.append(
+            f"<figure>{img}<figcaption><code>{html.escape(ex.title)}</code><ul>{rows}</ul></figcaption></figure>"
+        )
+    out.append("</div>")
+    return "\n".join(out)
 
 
 def to_html(report: Report) -> str:
@@ -130,6 +192,8 @@ def to_html(report: Report) -> str:
             for row in b.rows:
                 out.append("<tr>" + "".join(f"<td>{_inline(str(c))}</td>" for c in row) + "</tr>")
             out.append("</tbody></table>")
+        elif isinstance(b, Gallery):
+            out.append(_html_gallery(b))
         elif isinstance(b, Figure):
             data = base64.b64encode(Path(b.path).read_bytes()).decode("ascii")
             out.append(

@@ -138,10 +138,10 @@ def perplexity_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict
 
 
 # --------------------------------------------------------------------------- BLEU
-def _bleu():
+def _bleu(smooth: str = "exp"):
     from sacrebleu.metrics import BLEU
 
-    return BLEU()
+    return BLEU(smooth_method=smooth)
 
 
 def bleu_sentence_stats(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
@@ -151,18 +151,35 @@ def bleu_sentence_stats(hypotheses: Sequence[str], references: Sequence[str]) ->
     return np.asarray(_bleu()._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.float64)
 
 
-def bleu_from_stats(sums: np.ndarray) -> np.ndarray:
-    """(..., k) summed sacrebleu statistics -> (...) corpus BLEU."""
-    metric = _bleu()
+def multi_reference_bleu_stats(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+    """(N, k) sacrebleu's sufficient statistics per segment of tokenized text (``tokenize="none"``) with
+    several references each (captions: one list of reference captions per image; the lists may differ in
+    length). Brevity uses the closest reference length, as sacrebleu and the COCO BLEU scorer do."""
+    from sacrebleu.metrics import BLEU
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference sets")
+    width = max((len(r) for r in references), default=0)
+    if width == 0 or any(not r for r in references):
+        raise ValueError("every segment needs at least one reference")
+    streams = [[r[j] if j < len(r) else None for r in references] for j in range(width)]
+    metric = BLEU(tokenize="none")
+    return np.asarray(metric._extract_corpus_statistics(list(hypotheses), streams), dtype=np.float64)
+
+
+def bleu_from_stats(sums: np.ndarray, smooth: str = "exp") -> np.ndarray:
+    """(..., k) summed sacrebleu statistics -> (...) corpus BLEU. ``smooth``: sacrebleu's smoothing of
+    zero n-gram precisions ("exp", its default; "none" as the COCO caption scorer, which gives ~0)."""
+    metric = _bleu(smooth)
     sums = np.asarray(sums)
     flat = sums.reshape(-1, sums.shape[-1])
     out = np.array([metric._compute_score_from_stats([round(float(v)) for v in row]).score for row in flat])
     return out.reshape(sums.shape[:-1])
 
 
-def bleu_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict:
+def bleu_bootstrap(system: np.ndarray, baseline: np.ndarray, smooth: str = "exp", **kw) -> dict:
     """Paired bootstrap of BLEU over sentences; stats from ``bleu_sentence_stats`` (optionally per seed)."""
-    return paired_bootstrap(system, baseline, bleu_from_stats, **kw)
+    return paired_bootstrap(system, baseline, lambda sums: bleu_from_stats(sums, smooth), **kw)
 
 
 def seed_t_test(system: Sequence[float], baseline: Sequence[float]) -> float:
@@ -195,3 +212,16 @@ def verdict(test: dict, higher_is_better: bool) -> str:
         return "within noise"
     better = test["delta"] > 0 if higher_is_better else test["delta"] < 0
     return "better" if better else "worse"
+
+
+# --------------------------------------------------------------------------- vocabulary usage
+def distinct_used(counts: np.ndarray) -> np.ndarray:
+    """(..., W) summed per-unit word incidences -> (...) number of distinct words used (Shalev's VU)."""
+    return (np.asarray(counts) > 0).sum(-1).astype(np.float64)
+
+
+def vocab_usage_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict:
+    """Paired bootstrap of vocabulary usage over units (images, sentences): ``system``/``baseline`` are
+    (units, W) or (seeds, units, W) 0/1 incidences of each word in each unit's output, over one shared
+    word list. A resample's VU is the number of words used by at least one drawn unit."""
+    return paired_bootstrap(system, baseline, distinct_used, **kw)

@@ -3,8 +3,10 @@
 
 diagnostics.json holds: strategy and sizes, step-0 loss (measured by training, Su's prediction, ln V),
 parameter counts, norm histograms of input and output vectors, Spearman's rho of norm vs train
-frequency, word similarity of input vs output vectors, row-update frequencies of both paths, and the
-valid loss per evaluation unit summary. arrays.npz holds the per-token arrays behind them.
+frequency, word similarity of input vs output vectors, row-update frequencies of both paths, the
+valid loss per evaluation unit summary, and the task's quality diagnostics (translation: BLEU and
+vocabulary usage; captioning: COCO scores, vocabulary usage and the captions). arrays.npz holds the
+per-token arrays behind them.
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batc
         diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()}
         with torch.no_grad():
             diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), vocab.stoi)
+
+    diag["captioning"] = None
+    if hasattr(task, "evaluate_captions"):
+        from embtie.analysis.caption_diag import diagnose_captioning
+
+        diag["captioning"], cap_arrays = diagnose_captioning(task, model)
+        arrays.update(cap_arrays)
 
     was = model.training
     model.train()

@@ -60,6 +60,11 @@ class WordVocab:
     def __len__(self) -> int:
         return len(self.words)
 
+    @property
+    def stoi(self) -> dict[str, int]:
+        """word -> id (the language-model vocabulary's name for it; word similarity looks words up here)."""
+        return self.index
+
     def encode(self, text: str) -> list[int]:
         return [self.index.get(w, UNK) for w in text.split()]
 

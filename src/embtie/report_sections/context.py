@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from embtie.report import Figure, Heading, Table, Text, fmt
+from embtie.report import Figure, Gallery, Heading, Table, Text, fmt
 
-Block: TypeAlias = Heading | Text | Table | Figure
+Block: TypeAlias = Heading | Text | Table | Figure | Gallery
 """One block of a ``report.Report``."""
 
 

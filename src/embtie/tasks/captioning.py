@@ -32,7 +32,13 @@ from embtie.config import RunConfig
 from embtie.data import captions as capdata
 from embtie.data.caption_batches import CaptionBatch, CaptionPairs, epoch_order, make_caption_batch
 from embtie.data.files import data_root, verify
-from embtie.data.image_features import cached_names, default_feature_dir, encode_files, load_features
+from embtie.data.image_features import (
+    cached_names,
+    default_feature_dir,
+    default_image_dir,
+    encode_files,
+    load_features,
+)
 from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
 from embtie.decode import translate_ids
@@ -61,6 +67,9 @@ class CaptionDataConfig:
     """the frozen image encoder (``embtie.models.image_encoders``) whose features are cached."""
     feature_dir: str | None = None
     """the feature cache; null: $EMBTIE_CACHE/flickr8k/features-<encoder> (~/.cache/embtie/...)."""
+    image_dir: str | None = None
+    """the image files, only for showing example captions with their images in comparison reports;
+    null: $EMBTIE_CACHE/flickr8k/images (training reads the cached features, never the images)."""
     min_count: int = 5
     """keep training words seen at least this often; the rest are <unk>."""
     max_len: int = 25
@@ -91,6 +100,9 @@ class CaptionDataConfig:
 
     def features(self) -> Path:
         return Path(self.feature_dir).expanduser() if self.feature_dir else default_feature_dir(self.encoder)
+
+    def images(self) -> Path:
+        return Path(self.image_dir).expanduser() if self.image_dir else default_image_dir(self.dataset)
 
 
 def _feature_kind(cfg: RunConfig) -> str:

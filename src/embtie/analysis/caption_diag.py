@@ -1,0 +1,57 @@
+"""Captioning diagnostics of one run (Shalev et al., Table 1): the validation images captioned once
+(beam ``data.beam``), COCO scores, vocabulary usage and rare words, and the per-image arrays behind the
+comparison's paired tests: sacreBLEU statistics of each caption against its references (BLEU-4 over
+images) and the incidence of each vocabulary word in each caption (VU over images)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+from embtie import stats
+from embtie.analysis.vocab_usage import vocabulary_usage
+
+UNK = "<unk>"
+
+
+def word_incidence(hyps: list[str], words: list[str]) -> np.ndarray:
+    """(N, W) uint8: 1 where word ``words[j]`` occurs in caption i (``<unk>`` and words outside the list
+    are left out, as vocabulary usage leaves them out)."""
+    index = {w: j for j, w in enumerate(words) if w != UNK}
+    out = np.zeros((len(hyps), len(words)), dtype=np.uint8)
+    for i, h in enumerate(hyps):
+        cols = [index[w] for w in h.split() if w in index]
+        out[i, cols] = 1
+    return out
+
+
+def diagnose_captioning(task: Any, model: nn.Module) -> tuple[dict, dict]:
+    """({"scores": BLEU-1..4, METEOR (when Java is there), ROUGE-L, CIDEr x100, "beam", "vocab_usage",
+    "reference_vocab_usage", "examples": {"names", "hyps"}}, {"bleu_stats": (N, k), "word_incidence": (N, W)})
+    of the validation images."""
+    import shutil
+
+    metrics = ("bleu", "meteor", "rouge_l", "cider") if shutil.which("java") else ("bleu", "rouge_l", "cider")
+    res = task.evaluate_captions(model, "valid", metrics=metrics)
+    names, refs = task.references("valid")
+    hyps: list[str] = res["hyps"]
+    train_counts = dict(zip(task.vocab.words, task.vocab.counts))
+    rare_max = task.data.rare_max
+    ref_words = [[w for w in r.split() if w != UNK] for rs in refs for r in rs]
+    diag = {
+        "scores": {k: v for k, v in res.items() if k.startswith("bleu") or k in ("meteor", "rouge_l", "cider")},
+        "beam": res["beam"],
+        "images": len(names),
+        "mean_length": res["mean_length"],
+        "unk_share": res["unk_share"],
+        "vocab_usage": vocabulary_usage([[w for w in h.split() if w != UNK] for h in hyps], train_counts, rare_max),
+        "reference_vocab_usage": vocabulary_usage(ref_words, train_counts, rare_max),
+        "examples": {"names": list(names), "hyps": list(hyps)},
+    }
+    arrays = {
+        "bleu_stats": stats.multi_reference_bleu_stats(hyps, refs),
+        "word_incidence": word_incidence(hyps, list(task.vocab.words)),
+    }
+    return diag, arrays
