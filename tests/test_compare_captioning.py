@@ -78,6 +78,10 @@ def test_compare_captioning_scores_tests_and_example_gallery(flickr, tmp_path): 
     assert b["delta"] == pytest.approx(bleu["untied"] - bleu["tied"], abs=0.1)
     md = (out / "report.md").read_text()
     assert "Captioning: COCO scores and vocabulary usage" in md and "vu.png" in md and "bleu4.png" in md
+    tied_vu = np.mean([rows[("tied", s)]["vu"] for s in (0, 1)])
+    assert f"Baseline `tied`: BLEU-4 {np.mean([rows[('tied', s)]['bleu'] for s in (0, 1)]):.2f}" in md
+    assert f"Vocabulary usage: `tied`'s outputs use {tied_vu:.0f} distinct words" in md
+    assert f"{t['delta']:+.2f} distinct words" in md
     first = diags[("tied", 0)]["captioning"]["examples"]
     assert f"**{first['names'][0]}**" in md and f"tied: {first['hyps'][0]}" in md
     page = (out / "report.html").read_text()

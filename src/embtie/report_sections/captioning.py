@@ -13,14 +13,16 @@ N_EXAMPLES = 8
 """example images in the report (evenly spaced over the validation images, the same for every strategy)."""
 
 
-def _test_cells(test: dict | None, is_baseline: bool, digits: int) -> list[str]:
+def _test_cells(test: dict | None, is_baseline: bool, digits: int, words: dict[str, str] | None = None) -> list[str]:
+    """Δ [CI], p (bootstrap / seeds) and the verdict (renamed by ``words``, e.g. better -> more)."""
     if is_baseline:
         return ["baseline", "-", "-"]
     if test is None:
         return ["-", "-", "-"]
     lo, hi = test["delta_ci"]
     delta = f"{test['delta']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-    return [delta, f"{test['p_value']:.3f} / {p_cell(test.get('p_seeds'))}", test["verdict"]]
+    verdict = (words or {}).get(test["verdict"], test["verdict"])
+    return [delta, f"{test['p_value']:.3f} / {p_cell(test.get('p_seeds'))}", verdict]
 
 
 def _row(ctx: ReportContext, n: str) -> list[str]:
@@ -37,7 +39,7 @@ def _row(ctx: ReportContext, n: str) -> list[str]:
         ci(s["rouge_l"], 1),
         ci(s["cider"], 1),
         ci(s["vu"], 0),
-        *_test_cells(ctx.results.get("vu_tests", {}).get(n), base, 0),
+        *_test_cells(ctx.results.get("vu_tests", {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
     ]
 

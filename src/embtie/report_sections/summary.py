@@ -52,7 +52,8 @@ def plain_summary(ctx: ReportContext) -> list[str]:
     """Sentences, one per strategy compared with the baseline, most different first."""
     res = ctx.results
     mt = bool(res.get("bleu_tests"))
-    tests, metric = (res["bleu_tests"], "BLEU") if mt else (res["tests"], "perplexity")
+    captioning = any(p.get("diag", {}).get("captioning") for p in res.get("per_run", []))
+    tests, metric = (res["bleu_tests"], "BLEU-4" if captioning else "BLEU") if mt else (res["tests"], "perplexity")
     key = "bleu" if mt else "valid_ppl"
     base = res["summary"].get(ctx.baseline, {}).get(key, {})
     if not tests or not base or base.get("n", 0) == 0:
@@ -69,7 +70,24 @@ def plain_summary(ctx: ReportContext) -> list[str]:
         + (f"worse: {', '.join(worse)}; " if worse else "")
         + (f"within noise: {', '.join(n for n in order if n not in better + worse) or 'none'}.")
     )
-    return lines
+    return lines + vocab_usage_summary(ctx)
+
+
+def vocab_usage_summary(ctx: ReportContext) -> list[str]:
+    """Sentences on vocabulary usage (distinct words in the outputs, Shalev et al.'s VU) against the
+    baseline, where the comparison measured it per unit (captioning); [] otherwise."""
+    tests = ctx.results.get("vu_tests") or {}
+    base = ctx.results["summary"].get(ctx.baseline, {}).get("vu", {})
+    if not tests or not base or base.get("n", 0) == 0:
+        return []
+    used = fmt(base["mean"], 0)
+    lines = [f"Vocabulary usage: `{ctx.baseline}`'s outputs use {used} distinct words (mean over seeds)."]
+    order = sorted(tests, key=lambda n: (tests[n]["verdict"] == "within noise", -abs(tests[n]["delta"])))
+    more = {"is better than": "uses more distinct words than", "is worse than": "uses fewer distinct words than"}
+    out = [_sentence(n, tests[n], "distinct words", base["mean"]) for n in order]
+    for old, new in more.items():
+        out = [line.replace(old, new) for line in out]
+    return lines + out
 
 
 def summary(ctx: ReportContext) -> list[Block]:
