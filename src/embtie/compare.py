@@ -15,6 +15,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -415,47 +416,12 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> dict:
                 "cider",
             )
         }
-    tests = {}
-    if BASELINE in strategies:
-        base = _unit_stats(per_run, BASELINE)
-        for name in strategies:
-            if name == BASELINE:
-                continue
-            mine = _unit_stats(per_run, name)
-            n = min(len(base), len(mine))
-            if n and mine[:n].shape[1:] == base[:n].shape[1:]:
-                t = stats.perplexity_bootstrap(mine[:n], base[:n])
-                seed_vals = {k: [x["valid_ppl"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
-                stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
-                t["verdict"] = stats.verdict(t, higher_is_better=False)
-                tests[name] = t
-    bleu_tests = {}
     smooth = "none" if any(p["diag"].get("captioning") for p in per_run) else "exp"  # the COCO scorer's BLEU: none
-    if BASELINE in strategies and all("bleu_stats" in p["arrays"] for p in per_run):
-        base = _seed_stack(per_run, BASELINE, "bleu_stats")
-        for name in strategies:
-            if name == BASELINE:
-                continue
-            mine = _seed_stack(per_run, name, "bleu_stats")
-            n = min(len(base), len(mine))
-            if n:
-                t = stats.bleu_bootstrap(mine[:n], base[:n], smooth=smooth)
-                seed_vals = {k: [x["bleu"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
-                stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
-                t["verdict"] = stats.verdict(t, higher_is_better=True)
-                bleu_tests[name] = t
-    vu_tests = {}
-    if BASELINE in strategies and all("word_incidence" in p["arrays"] for p in per_run):
-        base = _seed_stack(per_run, BASELINE, "word_incidence")
-        for name in strategies:
-            mine = _seed_stack(per_run, name, "word_incidence")
-            n = min(len(base), len(mine))
-            if name != BASELINE and n and mine[:n].shape[1:] == base[:n].shape[1:]:
-                t = stats.vocab_usage_bootstrap(mine[:n], base[:n])
-                seed_vals = {k: [x["vu"] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
-                stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
-                t["verdict"] = stats.verdict(t, higher_is_better=True)
-                vu_tests[name] = t
+    tests = _tests_vs_baseline(per_run, rows, "valid_units", "valid_ppl", stats.perplexity_bootstrap, False)
+    bleu_tests = _tests_vs_baseline(
+        per_run, rows, "bleu_stats", "bleu", lambda a, b: stats.bleu_bootstrap(a, b, smooth=smooth), True
+    )
+    vu_tests = _tests_vs_baseline(per_run, rows, "word_incidence", "vu", stats.vocab_usage_bootstrap, True)
     return {
         "preset": spec.preset,
         "runs_finished": len(runs),
@@ -515,9 +481,33 @@ def _seed_stack(per_run: list[dict], strategy: str, key: str) -> np.ndarray:
     return np.stack([a[:n] for a in arrs])
 
 
-def _unit_stats(per_run: list[dict], strategy: str) -> np.ndarray:
-    """(seeds, units, 2) valid-unit loss statistics of a strategy, seeds in order."""
-    return _seed_stack(per_run, strategy, "valid_units")
+def _tests_vs_baseline(
+    per_run: list[dict],
+    rows: list[dict],
+    array_key: str,
+    row_key: str,
+    bootstrap: Callable[[np.ndarray, np.ndarray], dict],
+    higher_is_better: bool,
+) -> dict[str, dict]:
+    """Every strategy against the baseline: ``bootstrap`` over the per-unit statistics ``array_key``
+    (paired, the seeds both have), combined with Welch's test over the per-seed values ``row_key``, and
+    the verdict. {} when the baseline is missing or some run lacks the statistics."""
+    strategies = list(dict.fromkeys(p["strategy"] for p in per_run))
+    if BASELINE not in strategies or not all(array_key in p["arrays"] for p in per_run):
+        return {}
+    base = _seed_stack(per_run, BASELINE, array_key)
+    out = {}
+    for name in strategies:
+        mine = _seed_stack(per_run, name, array_key)
+        n = min(len(base), len(mine))
+        if name == BASELINE or not n or mine[:n].shape[1:] != base[:n].shape[1:]:
+            continue
+        t = bootstrap(mine[:n], base[:n])
+        seed_vals = {k: [x[row_key] for x in rows if x["strategy"] == k] for k in (name, BASELINE)}
+        stats.combine_with_seed_test(t, stats.seed_t_test(seed_vals[name], seed_vals[BASELINE]))
+        t["verdict"] = stats.verdict(t, higher_is_better=higher_is_better)
+        out[name] = t
+    return out
 
 
 def write_tables(results: dict, out_dir: Path) -> tuple[Path, Path]:

@@ -138,10 +138,11 @@ def perplexity_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict
 
 
 # --------------------------------------------------------------------------- BLEU
-def _bleu(smooth: str = "exp"):
+def _bleu(smooth: str = "exp", tokenize: str | None = None):
+    """sacrebleu's BLEU; ``tokenize`` None is its default (13a)."""
     from sacrebleu.metrics import BLEU
 
-    return BLEU(smooth_method=smooth)
+    return BLEU(smooth_method=smooth, tokenize=tokenize)
 
 
 def bleu_sentence_stats(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
@@ -155,16 +156,14 @@ def multi_reference_bleu_stats(hypotheses: Sequence[str], references: Sequence[S
     """(N, k) sacrebleu's sufficient statistics per segment of tokenized text (``tokenize="none"``) with
     several references each (captions: one list of reference captions per image; the lists may differ in
     length). Brevity uses the closest reference length, as sacrebleu and the COCO BLEU scorer do."""
-    from sacrebleu.metrics import BLEU
-
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference sets")
     width = max((len(r) for r in references), default=0)
     if width == 0 or any(not r for r in references):
         raise ValueError("every segment needs at least one reference")
     streams = [[r[j] if j < len(r) else None for r in references] for j in range(width)]
-    metric = BLEU(tokenize="none")
-    return np.asarray(metric._extract_corpus_statistics(list(hypotheses), streams), dtype=np.float64)
+    per_segment = _bleu(tokenize="none")._extract_corpus_statistics(list(hypotheses), streams)
+    return np.asarray(per_segment, dtype=np.float64)
 
 
 def bleu_from_stats(sums: np.ndarray, smooth: str = "exp") -> np.ndarray:

@@ -5,6 +5,7 @@ images) and the incidence of each vocabulary word in each caption (VU over image
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,6 @@ def diagnose_captioning(task: Any, model: nn.Module) -> tuple[dict, dict]:
     """({"scores": BLEU-1..4, METEOR (when Java is there), ROUGE-L, CIDEr x100, "beam", "vocab_usage",
     "reference_vocab_usage", "examples": {"names", "hyps"}}, {"bleu_stats": (N, k), "word_incidence": (N, W)})
     of the validation images."""
-    import shutil
-
     metrics = ("bleu", "meteor", "rouge_l", "cider") if shutil.which("java") else ("bleu", "rouge_l", "cider")
     res = task.evaluate_captions(model, "valid", metrics=metrics)
     names, refs = task.references("valid")

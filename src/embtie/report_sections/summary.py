@@ -32,13 +32,15 @@ def budget_text(ctx: ReportContext) -> str:
     )
 
 
-def _sentence(name: str, test: dict, metric: str, base_value: float) -> str:
+def _sentence(name: str, test: dict, metric: str, base_value: float, verdicts: dict[str, str] | None = None) -> str:
+    """One strategy against the baseline; ``verdicts`` rewords 'better'/'worse' (e.g. 'uses more ... than')."""
     lo, hi = test["delta_ci"]
     rel = test["delta"] / base_value if base_value else float("nan")
     size = f"{test['delta']:+.{1 if metric == 'perplexity' else 2}f} {metric} ({rel:+.1%})"
     ci = f"95% CI [{lo:+.1f}, {hi:+.1f}]"
     if test["verdict"] in ("better", "worse"):
-        return f"`{name}` is {test['verdict']} than the baseline: {size}, {ci}; both tests agree (p < 0.05)."
+        said = (verdicts or {}).get(test["verdict"], f"is {test['verdict']} than")
+        return f"`{name}` {said} the baseline: {size}, {ci}; both tests agree (p < 0.05)."
     p_seeds = test.get("p_seeds")
     why = (
         "only one seed, so training noise is not measured"
@@ -83,11 +85,8 @@ def vocab_usage_summary(ctx: ReportContext) -> list[str]:
     used = fmt(base["mean"], 0)
     lines = [f"Vocabulary usage: `{ctx.baseline}`'s outputs use {used} distinct words (mean over seeds)."]
     order = sorted(tests, key=lambda n: (tests[n]["verdict"] == "within noise", -abs(tests[n]["delta"])))
-    more = {"is better than": "uses more distinct words than", "is worse than": "uses fewer distinct words than"}
-    out = [_sentence(n, tests[n], "distinct words", base["mean"]) for n in order]
-    for old, new in more.items():
-        out = [line.replace(old, new) for line in out]
-    return lines + out
+    said = {"better": "uses more distinct words than", "worse": "uses fewer distinct words than"}
+    return lines + [_sentence(n, tests[n], "distinct words", base["mean"], said) for n in order]
 
 
 def summary(ctx: ReportContext) -> list[Block]:
