@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from embtie.data.subwords import PAD
 from embtie.errors import ConfigError
@@ -108,14 +109,36 @@ class ShowAttendTell(Captioner):
         return out, state
 
     def run(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
-        """Teacher forcing: feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), attention weights (B, T, L))."""
+        """Teacher forcing: feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), attention weights (B, T, L)).
+
+        The same function as ``step`` applied T times, arranged for speed: only the recurrence (attention
+        and LSTM cell) runs per step; the word inputs' share of the LSTM gates, the deep output and the
+        dropout on them are computed for all T positions at once, and the three maps of h_{t-1}
+        (attention query, gate, LSTM recurrence) are one matrix product per step.
+        """
+        c = self.config
         state = self.begin(feats)
-        outs, alphas = [], []
+        keys, a, h, cell = state["keys"], state["feats"], state["h"], state["c"]
+        y = self.sharing.embed(tgt_in)  # (B, T, d)
+        w_ih, w_hh = self.cell.weight_ih, self.cell.weight_hh
+        gates_y = F.linear(self.drop(y), w_ih[:, : c.dim], self.cell.bias_ih + self.cell.bias_hh)  # (B, T, 4H)
+        w_z = w_ih[:, c.dim :]
+        w_h = torch.cat([self.w_q.weight, self.gate.weight, w_hh])  # (A + 1 + 4H, H)
+        b_h = torch.cat([self.w_q.bias, self.gate.bias, w_hh.new_zeros(w_hh.shape[0])])
+        hs, zs, alphas = [], [], []
         for t in range(tgt_in.shape[1]):
-            out, state, alpha = self._step(tgt_in[:, t], state)
-            outs.append(out)
+            q, g, rec = F.linear(h, w_h, b_h).split([c.attn_dim, 1, w_hh.shape[0]], dim=-1)
+            scores = self.v(torch.tanh(keys + q.unsqueeze(1))).squeeze(-1)  # (B, L)
+            alpha = torch.softmax(scores.float(), dim=-1).to(a.dtype)
+            z = torch.sigmoid(g) * torch.bmm(alpha.unsqueeze(1), a).squeeze(1)  # (B, C)
+            i, f, u, o = (gates_y[:, t] + rec + F.linear(z.to(w_z.dtype), w_z)).chunk(4, dim=-1)
+            cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(u)
+            h = torch.sigmoid(o) * torch.tanh(cell)
+            hs.append(h)
+            zs.append(z)
             alphas.append(alpha)
-        return torch.stack(outs, 1), torch.stack(alphas, 1)
+        out = y + self.l_h(self.drop(torch.stack(hs, 1))) + self.l_z(torch.stack(zs, 1).to(y.dtype))
+        return self.drop(out), torch.stack(alphas, 1)
 
     def forward(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), doubly stochastic penalty over real positions)."""
