@@ -45,6 +45,22 @@ def test_vocab_usage_bootstrap_counts_distinct_words_of_the_resampled_units():
     assert same["delta"] == 0 and same["p_value"] == 1.0
 
 
+def test_vocab_usage_interval_is_bias_corrected_and_holds_the_observed_delta():
+    # 200 images; the baseline says the same 3 words everywhere, the system adds one word of its own per
+    # image: VU 203 vs 3, delta 200. A resample with replacement holds ~63% of the images, so the plain
+    # percentile interval of resampled deltas sits near 126 and excludes 200; the corrected one holds it.
+    n = 200
+    base = np.zeros((n, 3 + n))
+    base[:, :3] = 1
+    richer = base.copy()
+    richer[np.arange(n), 3 + np.arange(n)] = 1
+    plain = stats.paired_bootstrap(richer, base, stats.distinct_used, n_samples=300)
+    assert plain["delta"] == 200 and plain["delta_ci"][1] < 150
+    t = stats.vocab_usage_bootstrap(richer, base, n_samples=300)
+    lo, hi = t["delta_ci"]
+    assert t["delta"] == 200 and lo < 200 < hi and hi - lo == pytest.approx(plain["delta_ci"][1] - plain["delta_ci"][0])
+
+
 def test_compare_captioning_scores_tests_and_example_gallery(flickr, tmp_path):  # noqa: F811
     raw = _cfg(flickr, "show-tell")
     raw["data"]["image_dir"] = str(flickr / "images")
