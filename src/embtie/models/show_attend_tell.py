@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from embtie.data.subwords import PAD
 from embtie.errors import ConfigError
@@ -97,48 +96,37 @@ class ShowAttendTell(Captioner):
         ctx = torch.bmm(alpha.unsqueeze(1), state["feats"]).squeeze(1)
         return torch.sigmoid(self.gate(h)) * ctx, alpha
 
-    def _step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict, Tensor]:
-        y = self.sharing.embed(prev)
+    def _recur(self, y_in: Tensor, state: dict) -> tuple[Tensor, Tensor, dict]:
+        """One step of the recurrence: y_in (B, d) the (dropped-out) previous word's vector ->
+        (context z (B, C), attention weights (B, L), state with the new h and c)."""
         z, alpha = self.attend(state["h"], state)
-        h, c = self.cell(torch.cat([self.drop(y), z.to(y.dtype)], dim=-1), (state["h"], state["c"]))
-        out = y + self.l_h(self.drop(h)) + self.l_z(z)
-        return self.drop(out), {**state, "h": h, "c": c}, alpha
+        h, c = self.cell(torch.cat([y_in, z.to(y_in.dtype)], dim=-1), (state["h"], state["c"]))
+        return z, alpha, {**state, "h": h, "c": c}
+
+    def _deep_output(self, y: Tensor, h: Tensor, z: Tensor) -> Tensor:
+        """Xu's deep output, (..., d) from y (..., d), h (..., H), z (..., C)."""
+        return self.drop(y + self.l_h(self.drop(h)) + self.l_z(z.to(y.dtype)))
 
     def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
-        out, state, _ = self._step(prev, state)
-        return out, state
+        y = self.sharing.embed(prev)
+        z, _, state = self._recur(self.drop(y), state)
+        return self._deep_output(y, state["h"], z), state
 
     def run(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher forcing: feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), attention weights (B, T, L)).
 
-        The same function as ``step`` applied T times, arranged for speed: only the recurrence (attention
-        and LSTM cell) runs per step; the word inputs' share of the LSTM gates, the deep output and the
-        dropout on them are computed for all T positions at once, and the three maps of h_{t-1}
-        (attention query, gate, LSTM recurrence) are one matrix product per step.
-        """
-        c = self.config
+        ``step`` applied T times, except that only the recurrence runs per position: the word vectors,
+        their dropout and the deep output are computed for all T positions at once."""
         state = self.begin(feats)
-        keys, a, h, cell = state["keys"], state["feats"], state["h"], state["c"]
         y = self.sharing.embed(tgt_in)  # (B, T, d)
-        w_ih, w_hh = self.cell.weight_ih, self.cell.weight_hh
-        gates_y = F.linear(self.drop(y), w_ih[:, : c.dim], self.cell.bias_ih + self.cell.bias_hh)  # (B, T, 4H)
-        w_z = w_ih[:, c.dim :]
-        w_h = torch.cat([self.w_q.weight, self.gate.weight, w_hh])  # (A + 1 + 4H, H)
-        b_h = torch.cat([self.w_q.bias, self.gate.bias, w_hh.new_zeros(w_hh.shape[0])])
+        y_in = self.drop(y)
         hs, zs, alphas = [], [], []
         for t in range(tgt_in.shape[1]):
-            q, g, rec = F.linear(h, w_h, b_h).split([c.attn_dim, 1, w_hh.shape[0]], dim=-1)
-            scores = self.v(torch.tanh(keys + q.unsqueeze(1))).squeeze(-1)  # (B, L)
-            alpha = torch.softmax(scores.float(), dim=-1).to(a.dtype)
-            z = torch.sigmoid(g) * torch.bmm(alpha.unsqueeze(1), a).squeeze(1)  # (B, C)
-            i, f, u, o = (gates_y[:, t] + rec + F.linear(z.to(w_z.dtype), w_z)).chunk(4, dim=-1)
-            cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(u)
-            h = torch.sigmoid(o) * torch.tanh(cell)
-            hs.append(h)
+            z, alpha, state = self._recur(y_in[:, t], state)
+            hs.append(state["h"])
             zs.append(z)
             alphas.append(alpha)
-        out = y + self.l_h(self.drop(torch.stack(hs, 1))) + self.l_z(torch.stack(zs, 1).to(y.dtype))
-        return self.drop(out), torch.stack(alphas, 1)
+        return self._deep_output(y, torch.stack(hs, 1), torch.stack(zs, 1)), torch.stack(alphas, 1)
 
     def forward(self, feats: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """feats (B, L, C), tgt_in (B, T) -> (h (B, T, d), doubly stochastic penalty over real positions)."""
