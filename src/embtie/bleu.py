@@ -41,7 +41,9 @@ def corpus_scores(
         raise DataError(f"{len(hyps)} translations but {len(refs)} references; give line-aligned files")
     if not hyps:
         raise DataError("no sentences to score")
-    bleu, chrf = BLEU(), CHRF()
+    # force: with pretokenized text (word-level presets) sacreBLEU's "forgot to detokenize?" warning is
+    # expected, and printed once per scoring it buried training logs; it changes no score.
+    bleu, chrf = BLEU(force=pretokenized), CHRF()
     b = bleu.corpus_score(hyps, [refs])
     c = chrf.corpus_score(hyps, [refs])
     res: dict[str, Any] = {
