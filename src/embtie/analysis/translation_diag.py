@@ -20,10 +20,29 @@ RARE_MAX = 10
 
 _TOK13A = Tokenizer13a()
 
+UNK = "<unk>"
+"""the unknown word of word-level vocabularies: one token, never a word of its own (not in VU)."""
+
 
 def words(text: str) -> list[str]:
-    """Lower-cased words of a detokenized sentence (sacreBLEU's 13a tokenization)."""
-    return _TOK13A(text.lower()).split()
+    """Lower-cased words of a sentence (sacreBLEU's 13a tokenization); ``<unk>`` stays one token (13a
+    would split it into '<', 'unk', '>', three rare "words")."""
+    out: list[str] = []
+    for i, part in enumerate(text.lower().split(UNK)):
+        if i:
+            out.append(UNK)
+        out.extend(_TOK13A(part).split())
+    return out
+
+
+def word_incidence(hyps: list[list[str]], vocabulary: list[str]) -> np.ndarray:
+    """(N, W) uint8: 1 where word ``vocabulary[j]`` occurs in sentence i. Words outside ``vocabulary`` are
+    left out: give every run of a comparison the same list (the training words) so the columns pair up."""
+    index = {w: j for j, w in enumerate(vocabulary)}
+    out = np.zeros((len(hyps), len(vocabulary)), dtype=np.uint8)
+    for i, h in enumerate(hyps):
+        out[i, [index[w] for w in h if w in index]] = 1
+    return out
 
 
 def train_targets(task: Any) -> list[str]:
@@ -40,20 +59,29 @@ def target_subword_counts(task: Any, refs: list[str], vocab_size: int) -> np.nda
 
 def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
     """({"scores": corpus BLEU/chrF (detokenized ``bleu`` and tokenized ``bleu_tok``, with signatures)...,
-    "vocab_usage": ..., "reference_vocab_usage": ...},
-    {"bleu_stats": (N, k), "counts": (V,)}) on the validation split."""
+    "vocab_usage": ..., "reference_vocab_usage": ..., "unk_share": share of output words that are <unk>},
+    {"bleu_stats": (N, k), "counts": (V,), "word_incidence": (N, W) over the W training-target words})
+    on the validation split. Vocabulary usage leaves ``<unk>`` out."""
     res = task.evaluate_translation(model, "valid")
     hyps = res.pop("hyps")
     refs = task.texts("valid").ref
     train_refs = train_targets(task)
-    train_counts = Counter(w for r in train_refs for w in words(r))
+    train_counts = Counter(w for r in train_refs for w in words(r) if w != UNK)
+    hyp_words = [words(h) for h in hyps]
+    n_words = sum(len(h) for h in hyp_words)
+    hyp_words = [[w for w in h if w != UNK] for h in hyp_words]
+    n_unk = n_words - sum(len(h) for h in hyp_words)
     diag = {
         "scores": {k: v for k, v in res.items() if isinstance(v, int | float | str)},
-        "vocab_usage": vocabulary_usage([words(h) for h in hyps], train_counts, RARE_MAX),
-        "reference_vocab_usage": vocabulary_usage([words(r) for r in refs], train_counts, RARE_MAX),
+        "vocab_usage": vocabulary_usage(hyp_words, train_counts, RARE_MAX),
+        "reference_vocab_usage": vocabulary_usage(
+            [[w for w in words(r) if w != UNK] for r in refs], train_counts, RARE_MAX
+        ),
+        "unk_share": n_unk / n_words if n_words else 0.0,
     }
     arrays = {
         "bleu_stats": stats.bleu_sentence_stats(hyps, refs),
         "counts": target_subword_counts(task, train_refs, model.sharing.vocab_size),
+        "word_incidence": word_incidence(hyp_words, sorted(train_counts)),
     }
     return diag, arrays

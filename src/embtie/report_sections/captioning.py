@@ -7,22 +7,10 @@ import numpy as np
 
 from embtie import plots
 from embtie.report import Example, Figure, Gallery, Heading, Table
-from embtie.report_sections.context import Block, ReportContext, ci, p_cell
+from embtie.report_sections.context import Block, ReportContext, ci, delta_cells
 
 N_EXAMPLES = 8
 """example images in the report (evenly spaced over the validation images, the same for every strategy)."""
-
-
-def _test_cells(test: dict | None, is_baseline: bool, digits: int, words: dict[str, str] | None = None) -> list[str]:
-    """Δ [CI], p (bootstrap / seeds) and the verdict (renamed by ``words``, e.g. better -> more)."""
-    if is_baseline:
-        return ["baseline", "-", "-"]
-    if test is None:
-        return ["-", "-", "-"]
-    lo, hi = test["delta_ci"]
-    delta = f"{test['delta']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-    verdict = (words or {}).get(test["verdict"], test["verdict"])
-    return [delta, f"{test['p_value']:.3f} / {p_cell(test.get('p_seeds'))}", verdict]
 
 
 def _row(ctx: ReportContext, n: str) -> list[str]:
@@ -34,12 +22,12 @@ def _row(ctx: ReportContext, n: str) -> list[str]:
         n,
         ci(s["bleu1"], 1),
         ci(s["bleu"], 2),
-        *_test_cells(ctx.results["bleu_tests"].get(n), base, 2),
+        *delta_cells(ctx.results["bleu_tests"].get(n), base, 2),
         ci(s["meteor"], 1),
         ci(s["rouge_l"], 1),
         ci(s["cider"], 1),
         ci(s["vu"], 0),
-        *_test_cells(ctx.results.get("vu_tests", {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
+        *delta_cells(ctx.results.get("vu_tests", {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
     ]
 

@@ -79,3 +79,15 @@ def ci(s: dict, digits: int = 1) -> str:
 def p_cell(p: float | None) -> str:
     """A p-value for a table cell ('-' when the test could not be run, e.g. one seed)."""
     return "-" if p is None or not math.isfinite(p) else f"{p:.3f}"
+
+
+def delta_cells(test: dict | None, is_baseline: bool, digits: int, words: dict[str, str] | None = None) -> list[str]:
+    """Δ [CI], p (bootstrap / seeds) and the verdict (renamed by ``words``, e.g. better -> more)."""
+    if is_baseline:
+        return ["baseline", "-", "-"]
+    if test is None:
+        return ["-", "-", "-"]
+    lo, hi = test["delta_ci"]
+    delta = f"{test['delta']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    verdict = (words or {}).get(test["verdict"], test["verdict"])
+    return [delta, f"{test['p_value']:.3f} / {p_cell(test.get('p_seeds'))}", verdict]

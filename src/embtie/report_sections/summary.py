@@ -77,7 +77,7 @@ def plain_summary(ctx: ReportContext) -> list[str]:
 
 def vocab_usage_summary(ctx: ReportContext) -> list[str]:
     """Sentences on vocabulary usage (distinct words in the outputs, Shalev et al.'s VU) against the
-    baseline, where the comparison measured it per unit (captioning); [] otherwise."""
+    baseline, where the comparison measured it per unit (captioning, translation); [] otherwise."""
     tests = ctx.results.get("vu_tests") or {}
     base = ctx.results["summary"].get(ctx.baseline, {}).get("vu", {})
     if not tests or not base or base.get("n", 0) == 0:

@@ -6,31 +6,40 @@ import numpy as np
 
 from embtie import plots
 from embtie.report import Figure, Heading, Table
-from embtie.report_sections.context import Block, ReportContext, ci, p_cell
+from embtie.report_sections.context import Block, ReportContext, ci, delta_cells
 
 
 def _bleu_row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.results["summary"][n]
-    t = ctx.results["bleu_tests"].get(n)
-    if n == ctx.baseline:
-        delta, p, verdict = "baseline", "-", "-"
-    elif t is None:
-        delta, p, verdict = "-", "-", "-"
-    else:
-        lo, hi = t["delta_ci"]
-        delta, verdict = f"{t['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}]", t["verdict"]
-        p = f"{t['p_value']:.3f} / {p_cell(t.get('p_seeds'))}"
+    base = n == ctx.baseline
     mine = [x for x in ctx.rows if x["strategy"] == n]
     share = [x["rare_token_share"] for x in mine if x["rare_token_share"] is not None]
+    unk = [
+        p["diag"]["translation"]["unk_share"]
+        for p in ctx.results["per_run"]
+        if p["strategy"] == n and "unk_share" in (p["diag"].get("translation") or {})
+    ]
     return [
         n,
         ci(s["bleu"], 2),
-        delta,
-        p,
-        verdict,
+        *delta_cells(ctx.results["bleu_tests"].get(n), base, 2),
         ci(s["vu"], 0),
+        *delta_cells((ctx.results.get("vu_tests") or {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
+        f"{100 * float(np.mean(unk)):.2f}%" if unk else "-",
     ]
+
+
+def _bleu_text(ctx: ReportContext) -> str:
+    """How BLEU was computed: on detokenized cased text (subword runs) or on the tokenized lowercased words
+    (word-level runs, the papers' multi-bleu.perl setting)."""
+    forms = {
+        (p["diag"].get("translation") or {}).get("scores", {}).get("bleu_text", "detokenized")
+        for p in ctx.results["per_run"]
+    }
+    if forms == {"tokenized"}:
+        return "sacreBLEU (13a) on the validation split's tokenized, lowercased text (word-level vocabularies)"
+    return "sacreBLEU on the validation split (detokenized, cased)"
 
 
 def _reference_usage_text(ctx: ReportContext) -> str:
@@ -62,14 +71,20 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
             "p: bootstrap / seeds",
             "verdict",
             "VU (distinct words)",
+            "Δ VU vs tied [95% CI]",
+            "p: bootstrap / seeds",
+            "verdict",
             "rare-word share",
+            "<unk> share",
         ],
         [_bleu_row(ctx, n) for n in ctx.names],
-        "sacreBLEU on the validation split (detokenized, cased). Δ and p: paired bootstrap over sentences "
+        _bleu_text(ctx) + ". Δ and p: paired bootstrap over sentences "
         "(sacrebleu's resampling and test statistic; with several seeds the same resampled sentences score "
         "every seed and the seed means are compared); p (seeds): Welch's t-test over per-seed BLEU; "
         "the verdict needs both below 0.05. VU: distinct words (13a-tokenized, lower-cased) in the "
-        "hypotheses; rare: words seen at most 10 times in the training targets." + _reference_usage_text(ctx),
+        "hypotheses, `<unk>` left out (Δ VU: bootstrap over sentences, bias-corrected, and the seed test); rare: "
+        "words seen at most 10 times in the training targets; <unk> share: of the output words."
+        + _reference_usage_text(ctx),
     )
     vals = {n: [x["bleu"] for x in ctx.rows if x["strategy"] == n and x["bleu"] is not None] for n in ctx.names}
     figure = Figure(
