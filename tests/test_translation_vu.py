@@ -41,3 +41,16 @@ def test_vu_bootstrap_sees_one_more_word_per_sentence() -> None:
     assert observed == n
     lo, hi = t["delta_ci"]
     assert t["delta"] == observed and lo <= observed <= hi and t["p_value"] < 0.05
+
+
+def test_word_similarity_only_for_english_word_targets() -> None:
+    """Table 4 needs English words: a word-level De->En task gets it, En->De and subword tasks do not."""
+    from types import SimpleNamespace
+
+    from embtie.analysis.run_diagnostics import _english_words
+    from embtie.data.word_vocab import WordVocab
+
+    vocab = WordVocab(["dog", "cat"], [5, 3])
+    assert _english_words(SimpleNamespace(tgt_sw=vocab, data=SimpleNamespace(tgt_lang="en"))) is vocab
+    assert _english_words(SimpleNamespace(tgt_sw=vocab, data=SimpleNamespace(tgt_lang="de"))) is None
+    assert _english_words(SimpleNamespace(tgt_sw=object(), data=SimpleNamespace(tgt_lang="en"))) is None

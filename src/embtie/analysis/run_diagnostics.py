@@ -46,6 +46,15 @@ def _vocab(task: Any):
     return v if v is not None and getattr(v, "counts", None) else None
 
 
+def _english_words(task: Any):
+    """The target vocabulary of a translation task when it is a word vocabulary of English text (the
+    word-similarity benchmarks are English); None otherwise (subwords, other target languages)."""
+    from embtie.data.word_vocab import WordVocab
+
+    tgt = getattr(task, "tgt_sw", None)
+    return tgt if isinstance(tgt, WordVocab) and task.data.tgt_lang == "en" else None
+
+
 def update_batches(task: Any, model: nn.Module, n: int, device: torch.device):
     """(loss_fn, batches) for the first ``n`` training batches of epoch 0, as training sees them."""
     n = min(n, task.steps_per_epoch(1))
@@ -89,6 +98,10 @@ def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batc
         diag["translation"], mt_arrays = diagnose_translation(task, model)
         arrays.update(mt_arrays)
         diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, arrays["counts"]) for k, a in io.items()}
+        words = _english_words(task)
+        if words is not None:
+            with torch.no_grad():
+                diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words.stoi)
     elif vocab is not None and len(vocab.counts) == v:
         counts = np.asarray(vocab.counts, dtype=np.int64)
         arrays["counts"] = counts

@@ -21,7 +21,13 @@ def word_similarity(ctx: ReportContext) -> list[Block]:
     heading = Heading("Word similarity of input vs output vectors (Shalev et al., Table 4)")
     ws = {n: ctx.seed0[n]["diag"].get("wordsim") for n in ctx.names}
     if not all(ws.values()):
-        return [heading, Text("Not available: the task's vocabulary is not a word vocabulary with counts.")]
+        return [
+            heading,
+            Text(
+                "Not available: it needs a word vocabulary with counts, and for translation an English "
+                "target language (the benchmarks are English)."
+            ),
+        ]
     benches = list(next(iter(ws.values())))
     wrows = []
     for n in ctx.names:
