@@ -51,4 +51,4 @@ def test_compare_translation_report(tmp_path):
     assert res["vu_tests"]["fixed"]["delta"] == vu["fixed"] - vu["tied"]
     md = (out / "report.md").read_text()
     assert "Translation: BLEU and vocabulary usage" in md and "bleu.png" in md
-    assert "Δ VU vs tied" in md and "<unk> share" in md and "detokenized, cased" in md
+    assert "Δ VU vs tied" in md and "`<unk>` share" in md and "detokenized, cased" in md

@@ -75,7 +75,7 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
             "p: bootstrap / seeds",
             "verdict",
             "rare-word share",
-            "<unk> share",
+            "`<unk>` share",
         ],
         [_bleu_row(ctx, n) for n in ctx.names],
         _bleu_text(ctx) + ". Δ and p: paired bootstrap over sentences "
@@ -83,7 +83,7 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
         "every seed and the seed means are compared); p (seeds): Welch's t-test over per-seed BLEU; "
         "the verdict needs both below 0.05. VU: distinct words (13a-tokenized, lower-cased) in the "
         "hypotheses, `<unk>` left out (Δ VU: bootstrap over sentences, bias-corrected, and the seed test); rare: "
-        "words seen at most 10 times in the training targets; <unk> share: of the output words."
+        "words seen at most 10 times in the training targets; `<unk>` share: of the output words."
         + _reference_usage_text(ctx),
     )
     vals = {n: [x["bleu"] for x in ctx.rows if x["strategy"] == n and x["bleu"] is not None] for n in ctx.names}
