@@ -16,3 +16,11 @@ def test_pretokenized_scoring_does_not_warn_about_detokenization(caplog) -> None
         loud = corpus_scores(hyps, refs)
     assert [r for r in caplog.records if "detokenize" in r.getMessage()]
     assert quiet["bleu"] == loud["bleu"]
+
+
+def test_sentence_statistics_do_not_warn(caplog) -> None:
+    from embtie import stats
+
+    with caplog.at_level("WARNING", logger="sacrebleu"):
+        st = stats.bleu_sentence_stats(["a man is walking ."] * 120, ["a man is walking ."] * 120)
+    assert st.shape[0] == 120 and not [r for r in caplog.records if "detokenize" in r.getMessage()]
