@@ -12,20 +12,14 @@ import numpy as np
 from torch import nn
 
 from embtie import stats
-from embtie.analysis.vocab_usage import vocabulary_usage
-
-UNK = "<unk>"
+from embtie.analysis import vocab_usage
+from embtie.analysis.vocab_usage import UNK, vocabulary_usage
 
 
 def word_incidence(hyps: list[str], words: list[str]) -> np.ndarray:
     """(N, W) uint8: 1 where word ``words[j]`` occurs in caption i (``<unk>`` and words outside the list
     are left out, as vocabulary usage leaves them out)."""
-    index = {w: j for j, w in enumerate(words) if w != UNK}
-    out = np.zeros((len(hyps), len(words)), dtype=np.uint8)
-    for i, h in enumerate(hyps):
-        cols = [index[w] for w in h.split() if w in index]
-        out[i, cols] = 1
-    return out
+    return vocab_usage.word_incidence([h.split() for h in hyps], words)
 
 
 def diagnose_captioning(task: Any, model: nn.Module) -> tuple[dict, dict]:

@@ -12,16 +12,13 @@ from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from torch import nn
 
 from embtie import stats
-from embtie.analysis.vocab_usage import vocabulary_usage
+from embtie.analysis.vocab_usage import UNK, vocabulary_usage, word_incidence
 
 RARE_MAX = 10
 """a word is rare when it occurs at most this often in the training targets."""
 
 
 _TOK13A = Tokenizer13a()
-
-UNK = "<unk>"
-"""the unknown word of word-level vocabularies: one token, never a word of its own (not in VU)."""
 
 
 def words(text: str) -> list[str]:
@@ -35,14 +32,9 @@ def words(text: str) -> list[str]:
     return out
 
 
-def word_incidence(hyps: list[list[str]], vocabulary: list[str]) -> np.ndarray:
-    """(N, W) uint8: 1 where word ``vocabulary[j]`` occurs in sentence i. Words outside ``vocabulary`` are
-    left out: give every run of a comparison the same list (the training words) so the columns pair up."""
-    index = {w: j for j, w in enumerate(vocabulary)}
-    out = np.zeros((len(hyps), len(vocabulary)), dtype=np.uint8)
-    for i, h in enumerate(hyps):
-        out[i, [index[w] for w in h if w in index]] = 1
-    return out
+def _known(ws: list[str]) -> list[str]:
+    """The words of ``ws`` without ``<unk>``."""
+    return [w for w in ws if w != UNK]
 
 
 def train_targets(task: Any) -> list[str]:
@@ -66,17 +58,15 @@ def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
     hyps = res.pop("hyps")
     refs = task.texts("valid").ref
     train_refs = train_targets(task)
-    train_counts = Counter(w for r in train_refs for w in words(r) if w != UNK)
-    hyp_words = [words(h) for h in hyps]
-    n_words = sum(len(h) for h in hyp_words)
-    hyp_words = [[w for w in h if w != UNK] for h in hyp_words]
-    n_unk = n_words - sum(len(h) for h in hyp_words)
+    train_counts = Counter(w for r in train_refs for w in _known(words(r)))
+    hyp_all = [words(h) for h in hyps]
+    hyp_words = [_known(h) for h in hyp_all]
+    n_words = sum(map(len, hyp_all))
+    n_unk = n_words - sum(map(len, hyp_words))
     diag = {
         "scores": {k: v for k, v in res.items() if isinstance(v, int | float | str)},
         "vocab_usage": vocabulary_usage(hyp_words, train_counts, RARE_MAX),
-        "reference_vocab_usage": vocabulary_usage(
-            [[w for w in words(r) if w != UNK] for r in refs], train_counts, RARE_MAX
-        ),
+        "reference_vocab_usage": vocabulary_usage([_known(words(r)) for r in refs], train_counts, RARE_MAX),
         "unk_share": n_unk / n_words if n_words else 0.0,
     }
     arrays = {

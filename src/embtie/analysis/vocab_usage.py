@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+UNK = "<unk>"
+"""the unknown word of word vocabularies: a token, never a word (left out of VU and of word incidences)."""
 
 
 def vocabulary_usage(hypotheses: Iterable[list[str]], train_counts: Mapping[str, int], rare_max: int = 10) -> dict:
@@ -29,3 +34,14 @@ def vocabulary_usage(hypotheses: Iterable[list[str]], train_counts: Mapping[str,
         "type_token_ratio": len(used) / tokens if tokens else 0.0,
         "rare_max": rare_max,
     }
+
+
+def word_incidence(sentences: Sequence[Sequence[str]], vocabulary: Sequence[str]) -> np.ndarray:
+    """(N, W) uint8: 1 where word ``vocabulary[j]`` occurs in sentence i (the per-unit statistic that the VU
+    bootstrap resamples). ``<unk>`` and words outside ``vocabulary`` are left out; give every run of a
+    comparison the same list so that the columns pair up."""
+    index = {w: j for j, w in enumerate(vocabulary) if w != UNK}
+    out = np.zeros((len(sentences), len(vocabulary)), dtype=np.uint8)
+    for i, sentence in enumerate(sentences):
+        out[i, [index[w] for w in sentence if w in index]] = 1
+    return out

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from embtie import models, sharing
 from embtie.analysis.caption_scores import coco_scores
-from embtie.analysis.vocab_usage import vocabulary_usage
+from embtie.analysis.vocab_usage import UNK, vocabulary_usage
 from embtie.config import RunConfig
 from embtie.data import captions as capdata
 from embtie.data.caption_batches import CaptionBatch, CaptionPairs, epoch_order, make_caption_batch
@@ -286,7 +286,7 @@ class CaptioningTask(Task):
         names, refs = self.references(split, captions_file)
         beam = self.data.beam if beam is None else beam
         hyps = self.caption(model, self.features(names), beam=beam, lenpen=lenpen)
-        words = [[w for w in h.split() if w != "<unk>"] for h in hyps]
+        words = [[w for w in h.split() if w != UNK] for h in hyps]
         n_words = sum(len(h.split()) for h in hyps)
         vu = vocabulary_usage(words, dict(zip(self.vocab.words, self.vocab.counts)), self.data.rare_max)
         res: dict[str, Any] = {"split": split, "captions_file": None if captions_file is None else str(captions_file),
