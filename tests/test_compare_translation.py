@@ -52,3 +52,8 @@ def test_compare_translation_report(tmp_path):
     md = (out / "report.md").read_text()
     assert "Translation: BLEU and vocabulary usage" in md and "bleu.png" in md
     assert "Δ VU vs tied" in md and "`<unk>` share" in md and "detokenized, cased" in md
+    # Liu et al.'s score (multi-bleu.perl on tokenized text) has its own column, from the same runs
+    assert "tok-BLEU: mean ± std" in md
+    for name in ("tied", "fixed"):
+        tok = diag[name]["translation"]["scores"]["bleu_tok"]
+        assert f"{tok:.2f} (1 seed)" in md

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embtie import plots
+from embtie import plots, stats
 from embtie.report import Figure, Heading, Table
 from embtie.report_sections.context import Block, ReportContext, ci, delta_cells
 
@@ -19,10 +19,16 @@ def _bleu_row(ctx: ReportContext, n: str) -> list[str]:
         for p in ctx.results["per_run"]
         if p["strategy"] == n and "unk_share" in (p["diag"].get("translation") or {})
     ]
+    tok = [
+        p["diag"]["translation"]["scores"]["bleu_tok"]
+        for p in ctx.results["per_run"]
+        if p["strategy"] == n and "bleu_tok" in ((p["diag"].get("translation") or {}).get("scores") or {})
+    ]
     return [
         n,
         ci(s["bleu"], 2),
         *delta_cells(ctx.results["bleu_tests"].get(n), base, 2),
+        ci(stats.seed_summary(tok), 2) if tok else "-",
         ci(s["vu"], 0),
         *delta_cells((ctx.results.get("vu_tests") or {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
@@ -70,6 +76,7 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
             "Δ BLEU vs tied [95% CI]",
             "p: bootstrap / seeds",
             "verdict",
+            "tok-BLEU: mean ± std [95% CI]",
             "VU (distinct words)",
             "Δ VU vs tied [95% CI]",
             "p: bootstrap / seeds",
@@ -81,10 +88,11 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
         _bleu_text(ctx) + ". Δ and p: paired bootstrap over sentences "
         "(sacrebleu's resampling and test statistic; with several seeds the same resampled sentences score "
         "every seed and the seed means are compared); p (seeds): Welch's t-test over per-seed BLEU; "
-        "the verdict needs both below 0.05. VU: distinct words (13a-tokenized, lower-cased) in the "
-        "hypotheses, `<unk>` left out (Δ VU: bootstrap over sentences, bias-corrected, and the seed test); rare: "
-        "words seen at most 10 times in the training targets; `<unk>` share: of the output words."
-        + _reference_usage_text(ctx),
+        "the verdict needs both below 0.05. tok-BLEU: multi-bleu.perl style, on Moses-tokenized hypotheses "
+        "and references (how Liu et al. scored; see docs/liu-protocol.md). VU: distinct words (13a-tokenized, "
+        "lower-cased) in the hypotheses, `<unk>` left out (Δ VU: bootstrap over sentences, bias-corrected, "
+        "and the seed test); rare: words seen at most 10 times in the training targets; `<unk>` share: of the "
+        "output words." + _reference_usage_text(ctx),
     )
     vals = {n: [x["bleu"] for x in ctx.rows if x["strategy"] == n and x["bleu"] is not None] for n in ctx.names}
     figure = Figure(
