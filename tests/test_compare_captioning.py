@@ -10,10 +10,15 @@ import numpy as np
 import pytest
 
 from embtie import cli, stats
-from embtie.analysis.caption_diag import word_incidence
+from embtie.analysis import vocab_usage
 from test_captioning import _cfg, _write, flickr  # noqa: F401  (flickr: the tiny dataset fixture)
 
 pytest.importorskip("pycocoevalcap")
+
+
+def word_incidence(captions: list[str], words: list[str]) -> np.ndarray:
+    """(N, W) word incidence of whitespace-tokenized captions, as the captioning diagnostics compute it."""
+    return vocab_usage.word_incidence([c.split() for c in captions], words)
 
 
 def test_multi_reference_bleu_stats_match_the_coco_bleu_scorer():

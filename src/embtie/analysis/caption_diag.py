@@ -8,18 +8,10 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-import numpy as np
 from torch import nn
 
 from embtie import stats
-from embtie.analysis import vocab_usage
-from embtie.analysis.vocab_usage import UNK, vocabulary_usage
-
-
-def word_incidence(hyps: list[str], words: list[str]) -> np.ndarray:
-    """(N, W) uint8: 1 where word ``words[j]`` occurs in caption i (``<unk>`` and words outside the list
-    are left out, as vocabulary usage leaves them out)."""
-    return vocab_usage.word_incidence([h.split() for h in hyps], words)
+from embtie.analysis.vocab_usage import UNK, vocabulary_usage, word_incidence
 
 
 def diagnose_captioning(task: Any, model: nn.Module) -> tuple[dict, dict]:
@@ -33,18 +25,19 @@ def diagnose_captioning(task: Any, model: nn.Module) -> tuple[dict, dict]:
     train_counts = dict(zip(task.vocab.words, task.vocab.counts))
     rare_max = task.data.rare_max
     ref_words = [[w for w in r.split() if w != UNK] for rs in refs for r in rs]
+    hyp_words = [[w for w in h.split() if w != UNK] for h in hyps]
     diag = {
         "scores": {k: v for k, v in res.items() if k.startswith("bleu") or k in ("meteor", "rouge_l", "cider")},
         "beam": res["beam"],
         "images": len(names),
         "mean_length": res["mean_length"],
         "unk_share": res["unk_share"],
-        "vocab_usage": vocabulary_usage([[w for w in h.split() if w != UNK] for h in hyps], train_counts, rare_max),
+        "vocab_usage": vocabulary_usage(hyp_words, train_counts, rare_max),
         "reference_vocab_usage": vocabulary_usage(ref_words, train_counts, rare_max),
         "examples": {"names": list(names), "hyps": list(hyps)},
     }
     arrays = {
         "bleu_stats": stats.multi_reference_bleu_stats(hyps, refs),
-        "word_incidence": word_incidence(hyps, list(task.vocab.words)),
+        "word_incidence": word_incidence(hyp_words, list(task.vocab.words)),
     }
     return diag, arrays

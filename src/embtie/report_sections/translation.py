@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from embtie import plots, stats
@@ -9,21 +11,19 @@ from embtie.report import Figure, Heading, Table
 from embtie.report_sections.context import Block, ReportContext, ci, delta_cells
 
 
+def _per_run(ctx: ReportContext, n: str, get: Callable[[dict], float | None]) -> list[float]:
+    """``get(translation diagnostics)`` of each run of strategy ``n``, runs without the value left out."""
+    vals = (get(p["diag"].get("translation") or {}) for p in ctx.results["per_run"] if p["strategy"] == n)
+    return [v for v in vals if v is not None]
+
+
 def _bleu_row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.results["summary"][n]
     base = n == ctx.baseline
     mine = [x for x in ctx.rows if x["strategy"] == n]
     share = [x["rare_token_share"] for x in mine if x["rare_token_share"] is not None]
-    unk = [
-        p["diag"]["translation"]["unk_share"]
-        for p in ctx.results["per_run"]
-        if p["strategy"] == n and "unk_share" in (p["diag"].get("translation") or {})
-    ]
-    tok = [
-        p["diag"]["translation"]["scores"]["bleu_tok"]
-        for p in ctx.results["per_run"]
-        if p["strategy"] == n and "bleu_tok" in ((p["diag"].get("translation") or {}).get("scores") or {})
-    ]
+    unk = _per_run(ctx, n, lambda mt: mt.get("unk_share"))
+    tok = _per_run(ctx, n, lambda mt: (mt.get("scores") or {}).get("bleu_tok"))
     return [
         n,
         ci(s["bleu"], 2),
