@@ -25,7 +25,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from embtie import models, sharing
+from embtie import models, seeding, sharing
 from embtie.analysis.caption_scores import coco_scores
 from embtie.analysis.vocab_usage import UNK, vocabulary_usage
 from embtie.config import RunConfig
@@ -195,8 +195,11 @@ class CaptioningTask(Task):
     # ------------------------------------------------------------------ model
     def build_model(self) -> nn.Module:
         c = self.cfg
-        s = sharing.build(c.sharing.name, vocab_size=len(self.vocab), dim=c.model.dim, **c.sharing.options)
-        return models.build(c.model, s)
+        return seeding.build_with_streams(
+            c.seed,
+            lambda: sharing.build(c.sharing.name, vocab_size=len(self.vocab), dim=c.model.dim, **c.sharing.options),
+            lambda s: models.build(c.model, s),
+        )
 
     # ------------------------------------------------------------------ training
     def steps_per_epoch(self, world_size: int = 1) -> int:

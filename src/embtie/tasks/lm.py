@@ -18,7 +18,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from embtie import models, progress, sharing
+from embtie import models, progress, seeding, sharing
 from embtie.config import RunConfig
 from embtie.data.files import data_root, verify
 from embtie.data.lm import Vocab, load_tokens, split_file
@@ -135,13 +135,16 @@ class LMTask(Task):
                 f"strategy {self.cfg.sharing.name!r} needs word ids sorted by decreasing training frequency; "
                 "delete the run's vocab.json to rebuild it from the training data"
             )
-        s = sharing.build(
-            self.cfg.sharing.name,
-            vocab_size=len(self.vocab),
-            dim=self.cfg.model.embedding_dim,
-            **self.cfg.sharing.options,
+        return seeding.build_with_streams(
+            self.cfg.seed,
+            lambda: sharing.build(
+                self.cfg.sharing.name,
+                vocab_size=len(self.vocab),
+                dim=self.cfg.model.embedding_dim,
+                **self.cfg.sharing.options,
+            ),
+            lambda s: models.build(self.cfg.model, s),
         )
-        return models.build(self.cfg.model, s)
 
     # ------------------------------------------------------------------ training data
     @property

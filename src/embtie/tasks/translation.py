@@ -27,7 +27,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from embtie import models, progress, sharing
+from embtie import models, progress, seeding, sharing
 from embtie.bleu import corpus_scores
 from embtie.config import RunConfig
 from embtie.data.batching import BucketedPairs, PairBatch, make_batch, source_tensor, token_batches
@@ -187,12 +187,19 @@ class TranslationTask(Task):
 
     # ------------------------------------------------------------------ model
     def build_model(self) -> nn.Module:
-        dim = self.cfg.model.dim
-        s = sharing.build(self.cfg.sharing.name, vocab_size=len(self.tgt_sw), dim=dim, **self.cfg.sharing.options)
-        src_embed = None
-        if not (self.joint and self.data.share_encoder_embedding):
-            src_embed = PlainEmbedding(len(self.src_sw), dim, embed_scale=s.embed_scale, init_std=s.init_std)
-        return models.model_class(self.cfg.model.name)(self.cfg.model, s, src_embed)
+        dim, opts = self.cfg.model.dim, self.cfg.sharing.options
+
+        def body(s: nn.Module) -> nn.Module:
+            src_embed = None
+            if not (self.joint and self.data.share_encoder_embedding):
+                src_embed = PlainEmbedding(len(self.src_sw), dim, embed_scale=s.embed_scale, init_std=s.init_std)
+            return models.model_class(self.cfg.model.name)(self.cfg.model, s, src_embed)
+
+        return seeding.build_with_streams(
+            self.cfg.seed,
+            lambda: sharing.build(self.cfg.sharing.name, vocab_size=len(self.tgt_sw), dim=dim, **opts),
+            body,
+        )
 
     # ------------------------------------------------------------------ training data
     @property

@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import nn
 
-from embtie import runtime
+from embtie import runtime, seeding
 from embtie.config import RunConfig
 from embtie.training.state import TrainState
 
@@ -56,5 +56,6 @@ def summary_record(
         "stopped_early": state.stopped_early,
         "world_size": rt.world_size,
         "device": str(rt.device),
+        "seeding": seeding.SCHEME,
         "finished": True,
     }
