@@ -16,8 +16,8 @@ import torch
 
 from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from embtie.config import load_config
-from embtie.optim import build_optimizer
 from embtie.tasks.lm import LMTask
+from embtie.training.optim import build_optimizer
 
 BODIES = ("wikitext2-gpt-flat", "wikitext2-gpt-small")
 ADAPTIVE = {"cutoffs": [2000, 10000], "div_factor": 4}

@@ -20,7 +20,7 @@ import torch
 from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from embtie import sharing
 from embtie.data.subwords import BOS, EOS, PAD
-from embtie.decode import beam_search
+from embtie.evaluation.beam_search import beam_search
 from embtie.models.transformer_mt import TransformerMT, TransformerMTConfig
 
 

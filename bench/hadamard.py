@@ -1,6 +1,6 @@
 """`hadamard` with target_dim = n >= V: logits by the fast Walsh-Hadamard transform vs the dense matmul.
 
-Both paths compute the same logits (tests/test_perf_chunked_loss.py checks equality); this times
+Both paths compute the same logits (tests/sharing/test_chunked_loss.py checks equality); this times
 (a) the logits alone and (b) the loss forward + backward w.r.t. the hidden states, fast vs dense,
 interleaved in one process.
 

@@ -21,7 +21,7 @@ import torch
 from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
 from embtie import models, sharing
 from embtie.config import load_config
-from embtie.optim import build_optimizer
+from embtie.training.optim import build_optimizer
 
 FIXED = ("fixed", "hadamard")
 

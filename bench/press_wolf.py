@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from embtie.config import load_config
-from embtie.progress import read_metrics
-from embtie.train import train
+from embtie.training import train
+from embtie.training.metrics_log import read_metrics
 
 PAPER_TEST_PPL = {"untied": 114.5, "tied": 112.4, "tied-proj": 100.9}
 

@@ -97,7 +97,7 @@ def test_cycle_finder_finds_a_planted_cycle():
 def test_import_graph_sees_known_edges():
     g = import_graph()
     assert "embtie.tasks.registry" in g["embtie.tasks.lm"]
-    assert "embtie.runs" in g["embtie.train"]
+    assert "embtie.training.trainer" in g["embtie.training.api"]
     assert "embtie.config" not in g["embtie.tasks.base"]  # only under TYPE_CHECKING
 
 
@@ -112,8 +112,9 @@ def test_config_does_not_import_tasks():
 
 
 LONG_FUNCTION_LINES = 80
-CHECKED = ["embtie/train.py", "embtie/training", "embtie/compare_report.py", "embtie/report_sections",
-           "embtie/sharing/chunked_ce*.py", "embtie/runs.py"]  # fmt: skip
+CHECKED = ["embtie"]
+NOT_YET_SPLIT = {"collect", "beam_search", "apply"}
+"""long functions being split in this refactor (issue 26); the set must end empty."""
 
 
 def _checked_files() -> list[Path]:
@@ -132,5 +133,6 @@ def test_no_long_functions(path: Path):
         f"{n.name} ({n.end_lineno - n.lineno + 1} lines)"
         for n in ast.walk(tree)
         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno + 1 > LONG_FUNCTION_LINES
+        and n.name not in NOT_YET_SPLIT
     ]
     assert not long, f"{path.name}: functions over {LONG_FUNCTION_LINES} lines: {', '.join(long)}"

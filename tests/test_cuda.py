@@ -129,7 +129,7 @@ def test_fast_hadamard_transform_equals_the_dense_product_on_cuda():
 
 def test_beam_search_on_cuda_gives_the_cpu_hypotheses():
     from embtie.data.subwords import PAD
-    from embtie.decode import beam_search
+    from embtie.evaluation.beam_search import beam_search
     from embtie.models.transformer_mt import TransformerMT, TransformerMTConfig
 
     torch.manual_seed(0)
@@ -148,8 +148,9 @@ def test_beam_search_on_cuda_gives_the_cpu_hypotheses():
 
 def test_training_on_cuda_with_bf16_lowers_the_loss_and_loads_on_the_cpu(tmp_path):
     from embtie.config import load_config
-    from embtie.progress import read_metrics
-    from embtie.train import load_run, train
+    from embtie.rundir.loading import load_run
+    from embtie.training import train
+    from embtie.training.metrics_log import read_metrics
 
     cfg = load_config(
         "ptb-gpt-tiny",

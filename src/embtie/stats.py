@@ -149,7 +149,8 @@ def perplexity_bootstrap(system: np.ndarray, baseline: np.ndarray, **kw) -> dict
 # --------------------------------------------------------------------------- BLEU
 def _bleu(smooth: str = "exp", tokenize: str | None = None):
     """sacrebleu's BLEU; ``tokenize`` None is its default (13a). ``force``: the statistics feed the tests;
-    whether the text looks tokenized is said once, by the corpus score (``embtie.bleu``), not per call here."""
+    whether the text looks tokenized is said once, by the corpus score (``embtie.evaluation.bleu``), not per
+    call here."""
     from sacrebleu.metrics import BLEU
 
     return BLEU(smooth_method=smooth, tokenize=tokenize, force=True)

@@ -31,7 +31,7 @@ CACHE = "update_dynamics.json"
 def _vectors(run_dir: Path) -> tuple[Any, Any]:
     import torch
 
-    from embtie.runs import load_run
+    from embtie.rundir.loading import load_run
 
     run = load_run(run_dir)
     with torch.no_grad():
@@ -83,7 +83,7 @@ def cached_similarity_rows(out_dir: Path, runs: list[dict[str, Any]]) -> list[di
             pass
     rows = similarity_rows(runs)
     if out_dir and Path(out_dir).is_dir():
-        from embtie.checkpoint import write_atomic
+        from embtie.rundir.checkpoints import write_atomic
 
         write_atomic(path, json.dumps({"key": key, "rows": rows}, indent=1))
     return rows

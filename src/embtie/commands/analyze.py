@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def plot_run(diag: dict, arrays: dict, out: Path, command: str) -> list[tuple[Path, str]]:
     """The per-run figures, drawn from the saved diagnostics; returns (path, caption) pairs."""
-    from embtie import plots
+    from embtie.reporting import plots
 
     name = diag["strategy"]
     figs = [
@@ -58,7 +58,7 @@ def plot_run(diag: dict, arrays: dict, out: Path, command: str) -> list[tuple[Pa
 def run(args: argparse.Namespace) -> int:
     from embtie.analysis import run_diagnostics
     from embtie.errors import ConfigError
-    from embtie.runs import load_run
+    from embtie.rundir.loading import load_run
 
     if args.batches < 1:
         raise ConfigError(f"--batches {args.batches} must be >= 1")

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from embtie.decode import average_checkpoints
+    from embtie.rundir.averaging import average_checkpoints
 
     out = average_checkpoints(args.run_dir, args.last)
     print(f"averaged the last {args.last} checkpoints into {out} (use --checkpoint {out.name})")

@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from embtie.checkpoint import write_atomic
 from embtie.errors import DataError
+from embtie.rundir.checkpoints import write_atomic
 
 
 def captioning(run_, split: str, captions_file: str | None, args: argparse.Namespace,

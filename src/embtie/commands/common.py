@@ -43,9 +43,9 @@ def positive_int(text: str) -> int:
 
 def read_run_config(run_dir: str | Path):
     """The config of a run directory, read before anything heavier: a damaged config.yaml is a one-line
-    ConfigError naming the file (a missing one: "not a run directory", from ``embtie.runs.read_config``)."""
+    ConfigError naming the file (a missing one: "not a run directory", from ``embtie.rundir.loading.read_config``)."""
     from embtie.config import config_from_dict, read_yaml_mapping
-    from embtie.runs import read_config
+    from embtie.rundir.loading import read_config
 
     path = Path(run_dir) / "config.yaml"
     if not path.is_file():

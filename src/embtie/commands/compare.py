@@ -9,25 +9,25 @@ from pathlib import Path
 HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
 DESCRIPTION = (
     "Train every strategy x seed of a preset (finished runs are skipped, interrupted ones resumed), analyse "
-    "each run, and write DIR/results.csv, results.json, report.md, report.html and the PNG plots. With no "
+    "each run, and write DIR/results.csv, results.json, document.md, document.html and the PNG plots. With no "
     "arguments: the default job (a small PTB comparison, about 10 minutes on 2 CPU cores)."
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from embtie import compare
+    from embtie import comparison
 
     parser.add_argument(
         "args",
         nargs="*",
         metavar="[PRESET] [key=value ...]",
-        help=f"preset name or YAML file (default {compare.DEFAULT_PRESET}), then config overrides for every run, "
+        help=f"preset name or YAML file (default {comparison.DEFAULT_PRESET}), then config overrides for every run, "
         "e.g. train.max_steps=300",
     )
     parser.add_argument(
         "--strategies",
         default=None,
-        help=f"comma-separated strategies (default {','.join(compare.DEFAULT_STRATEGIES)}; "
+        help=f"comma-separated strategies (default {','.join(comparison.DEFAULT_STRATEGIES)}; "
         "'all' = the twelve seed strategies + ngpt). A variant with options gets a label: "
         "LABEL=NAME:key=value:key=value, e.g. adaptive-l2norm=adaptive:within=l2norm",
     )
@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seeds",
         type=int,
         default=None,
-        help=f"seeds per strategy (default {compare.DEFAULT_SEEDS}; the default job: {compare.DEFAULT_JOB_SEEDS})",
+        help=f"seeds per strategy (default {comparison.DEFAULT_SEEDS}; the default job: "
+        f"{comparison.DEFAULT_JOB_SEEDS})",
     )
     parser.add_argument(
         "--first-seed",
@@ -72,27 +73,28 @@ def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from embtie import compare, compare_report, report, sharing
+    from embtie import comparison, sharing
+    from embtie.reporting import comparison_report, document
 
     preset, overrides = _split_preset(args)
     default_job = preset is None
     if default_job:
-        preset = compare.DEFAULT_PRESET
-        overrides = [*compare.DEFAULT_OVERRIDES, *overrides]
+        preset = comparison.DEFAULT_PRESET
+        overrides = [*comparison.DEFAULT_OVERRIDES, *overrides]
     if args.strategies is None:
-        strategies = list(compare.DEFAULT_STRATEGIES)
+        strategies = list(comparison.DEFAULT_STRATEGIES)
     elif args.strategies.strip() == "all":
         strategies = [*sharing.SEED_STRATEGIES, "ngpt"]
     else:
-        strategies = compare.split_strategies(args.strategies)
-    parsed = [compare.parse_strategy(item) for item in strategies]
+        strategies = comparison.split_strategies(args.strategies)
+    parsed = [comparison.parse_strategy(item) for item in strategies]
     strategies = [label for label, _, _ in parsed]
     variants = {label: (name, opts) for label, name, opts in parsed if label != name or opts}
     out = Path(args.out) if args.out else Path("runs") / f"compare-{Path(preset).stem}"
-    spec = compare.CompareSpec(
+    spec = comparison.CompareSpec(
         preset=preset,
         strategies=strategies,
-        seeds=args.seeds or (compare.DEFAULT_JOB_SEEDS if default_job else compare.DEFAULT_SEEDS),
+        seeds=args.seeds or (comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS),
         first_seed=args.first_seed,
         variants=variants,
         overrides=overrides,
@@ -100,13 +102,13 @@ def run(args: argparse.Namespace) -> int:
     )
     t0 = time.perf_counter()
     if args.report_only:
-        runs = compare.finished_runs(compare.plan(spec))
+        runs = comparison.finished_runs(comparison.plan(spec))
     else:
-        jobs = args.jobs if args.jobs is not None else (compare.default_jobs() if default_job else 1)
-        runs = compare.execute(spec, progress=not args.no_progress, jobs=jobs)
-    results = compare.collect(spec, runs)
-    csv_path, json_path = compare.write_tables(results, out)
-    md, page = report.write(compare_report.build(results, out), out)
+        jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
+        runs = comparison.execute(spec, progress=not args.no_progress, jobs=jobs)
+    results = comparison.collect(spec, runs)
+    csv_path, json_path = comparison.write_tables(results, out)
+    md, page = document.write(comparison_report.build(results, out), out)
     print(f"compared {len(strategies)} strategies x {spec.seeds} seeds in {time.perf_counter() - t0:.0f} s")
     print(f"report: {page.resolve()}")
     print(f"        {md.resolve()}")

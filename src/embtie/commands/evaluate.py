@@ -19,8 +19,8 @@ import argparse
 import json
 from pathlib import Path
 
-from embtie.checkpoint import write_atomic
 from embtie.commands.common import device_arg, positive_int
+from embtie.rundir.checkpoints import write_atomic
 
 HELP = "perplexity of a trained run on a split or a user-supplied file (writes RUN_DIR/eval.json)"
 
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from embtie.runs import load_for_decoding
+    from embtie.rundir.loading import load_for_decoding
 
     translation = _check_inputs(args)
     split = args.split or ("test" if args.test_file or args.src_file else "valid")

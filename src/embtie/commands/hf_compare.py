@@ -61,7 +61,7 @@ def parse_options(items: list[str]) -> dict[str, dict]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from embtie.hf.compare import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
+    from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
 
     cfg = HFCompareConfig(
         model_config=args.model_config,

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     from embtie import tasks
     from embtie.commands.common import check_out_dir
-    from embtie.train import train
+    from embtie.training import train
 
     # before anything is written: a bad --out or missing/corrupted data leaves no half-made run directory
     check_out_dir(Path(args.out))

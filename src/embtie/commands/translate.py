@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from embtie import tasks
     from embtie.data.files import read_user_lines
     from embtie.errors import ConfigError, DataError
-    from embtie.runs import load_for_decoding
+    from embtie.rundir.loading import load_for_decoding
 
     cfg = read_run_config(args.run_dir)
     if not hasattr(tasks.get(cfg.task), "translate"):

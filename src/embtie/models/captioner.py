@@ -8,7 +8,7 @@ word embedding is ``sharing.embed`` and the logits are ``sharing.logits(h)`` (or
 - Training (teacher forcing): ``forward(feats, tgt_in) -> (h (B, T, d), penalty)``; ``tgt_in`` is
   <s> w_1 .. w_n padded, the targets are w_1 .. w_n </s>; ``penalty`` is a scalar added to the loss
   (Show-Attend-Tell's doubly stochastic attention term; zero otherwise).
-- Decoding (``embtie.decode``'s interface, through ``bind``): ``begin(feats)`` (not ``start``: that
+- Decoding (``embtie.evaluation.beam_search``'s interface, through ``bind``): ``begin(feats)`` (not ``start``: that
   names translation models), then
   ``next_logprobs(prev, state)`` per output position; ``reorder_state`` selects beam rows.
 """
@@ -61,15 +61,15 @@ class Captioner(nn.Module):
         return torch.log_softmax(self.sharing.logits(h).float(), dim=-1), state
 
     def bind(self, feats: Tensor) -> BoundCaptioner:
-        """This model with its images fixed, in the shape ``embtie.decode`` drives."""
+        """This model with its images fixed, in the shape ``embtie.evaluation.beam_search`` drives."""
         return BoundCaptioner(self, feats)
 
 
 class BoundCaptioner:
-    """A captioner with its image features bound, so that ``embtie.decode.greedy``/``beam_search`` (which
-    call ``start(src)`` with a token tensor) can decode it: ``start`` ignores its argument. Decode with a
-    (B, 1) zero "source" and ``max_len_ratio=0, max_len_extra=max_len``: every caption may then have
-    ``max_len`` words before its </s>."""
+    """A captioner with its image features bound, so that ``embtie.evaluation.beam_search``'s ``greedy`` and
+    ``beam_search`` (which call ``start(src)`` with a token tensor) can decode it: ``start`` ignores its
+    argument. Decode with a (B, 1) zero "source" and ``max_len_ratio=0, max_len_extra=max_len``: every
+    caption may then have ``max_len`` words before its </s>."""
 
     def __init__(self, model: Captioner, feats: Tensor) -> None:
         self.model, self.feats = model, feats

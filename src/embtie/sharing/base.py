@@ -232,7 +232,7 @@ class SharingStrategy(nn.Module):
 
     def lr_multipliers(self) -> dict[str, float]:
         """{attribute name of a parameter: its learning rate as a multiple of train.lr} for the parameters
-        that do not use train.lr itself (read by ``embtie.optim.param_groups``)."""
+        that do not use train.lr itself (read by ``embtie.training.optim.param_groups``)."""
         if self.logit_scale_param is not None and self._logit_scale_lr != 1.0:
             return {"logit_scale_param": self._logit_scale_lr}
         return {}

@@ -1,4 +1,4 @@
-"""What a task is to the training loop (``embtie.train``): data, model, loss and evaluation.
+"""What a task is to the training loop (``embtie.training.api``): data, model, loss and evaluation.
 
 A task turns a RunConfig into everything the loop needs, so that the loop is the same for language
 modelling (``lm``) and translation:

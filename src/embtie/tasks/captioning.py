@@ -32,18 +32,12 @@ from embtie.config import RunConfig
 from embtie.data import captions as capdata
 from embtie.data.caption_batches import CaptionBatch, CaptionPairs, epoch_order, make_caption_batch
 from embtie.data.files import data_root, verify
-from embtie.data.image_features import (
-    cached_names,
-    default_feature_dir,
-    default_image_dir,
-    encode_files,
-    load_features,
-)
+from embtie.data.image_features import cached_names, default_feature_dir, default_image_dir, encode_files, load_features
 from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
-from embtie.decode import translate_ids
 from embtie.errors import ConfigError, DataError
-from embtie.metrics import LossMeter
+from embtie.evaluation.beam_search import translate_ids
+from embtie.evaluation.loss_meter import LossMeter
 from embtie.models.image_encoders import build_encoder
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task

@@ -23,7 +23,7 @@ from embtie.config import RunConfig
 from embtie.data.files import data_root, verify
 from embtie.data.lm import Vocab, load_tokens, split_file
 from embtie.errors import ConfigError, DataError
-from embtie.metrics import LossMeter
+from embtie.evaluation.loss_meter import LossMeter
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task
 from embtie.tasks.registry import register

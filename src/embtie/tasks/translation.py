@@ -28,7 +28,6 @@ import torch
 from torch import nn
 
 from embtie import models, progress, seeding, sharing
-from embtie.bleu import corpus_scores
 from embtie.config import RunConfig
 from embtie.data.batching import BucketedPairs, PairBatch, make_batch, source_tensor, token_batches
 from embtie.data.files import data_root, verify
@@ -36,9 +35,10 @@ from embtie.data.mt import ParallelText, check_pair, load_parallel, load_user_fi
 from embtie.data.subwords import PAD, Subwords
 from embtie.data.vocabs import VOCAB_FILES, learn_vocabs, load_vocabs, save_vocab
 from embtie.data.word_vocab import WordVocab
-from embtie.decode import translate_ids
 from embtie.errors import ConfigError, DataError
-from embtie.metrics import LossMeter
+from embtie.evaluation.beam_search import translate_ids
+from embtie.evaluation.bleu import corpus_scores
+from embtie.evaluation.loss_meter import LossMeter
 from embtie.models import rnn_mt, transformer_mt  # noqa: F401  (registers "transformer" and "rnn")
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.runtime import autocast
@@ -352,7 +352,7 @@ class TranslationTask(Task):
         detokenized, cased output, plus the teacher-forced loss/perplexity. ``hyps`` holds the outputs.
 
         ``tok_bleu``: also BLEU on Moses-tokenized text (``bleu_tok``, multi-bleu.perl style, see
-        ``embtie.bleu``); ``ref_tokenized``: the references are tokenized already (None: True for the
+        ``embtie.evaluation.bleu``); ``ref_tokenized``: the references are tokenized already (None: True for the
         splits of ``PRETOKENIZED_DATASETS`` and of word-level runs, False for user files)."""
         if src_file is not None and ref_file is None:
             raise DataError("scoring needs references: give --ref-file R with --src-file S")

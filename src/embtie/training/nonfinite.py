@@ -15,9 +15,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from embtie import checkpoint, runtime
+from embtie import runtime
 from embtie.config import TrainConfig
 from embtie.errors import EmbtieError
+from embtie.rundir import checkpoints
 
 
 class NonFiniteError(EmbtieError):
@@ -52,7 +53,7 @@ def _value(t: torch.Tensor) -> str:
 
 
 def _newest(out: Path) -> str:
-    ckpt = checkpoint.latest(out)
+    ckpt = checkpoints.latest(out)
     return f"the newest checkpoint, {ckpt}, is from before it" if ckpt else "no checkpoint was written"
 
 

@@ -11,8 +11,8 @@ import torch
 from tqdm import tqdm
 
 from embtie import runtime
-from embtie.metrics import perplexity
-from embtie.progress import MetricsLog
+from embtie.evaluation.loss_meter import perplexity
+from embtie.training.metrics_log import MetricsLog
 from embtie.training.state import TrainState
 
 

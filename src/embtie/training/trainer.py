@@ -20,13 +20,14 @@ from typing import Any
 
 import torch
 
-from embtie import checkpoint, progress, runtime, tasks
+from embtie import progress, runtime, tasks
 from embtie.config import RunConfig
-from embtie.optim import build_optimizer, lr_factor, set_lr, total_steps
-from embtie.progress import MetricsLog
-from embtie.training import checkpointing, monitor, nonfinite, parallel
+from embtie.rundir import checkpoints
+from embtie.training import monitor, nonfinite, parallel, resume
 from embtie.training.clock import Clock
+from embtie.training.metrics_log import MetricsLog
 from embtie.training.objective import Objective
+from embtie.training.optim import build_optimizer, lr_factor, set_lr, total_steps
 from embtie.training.path_shares import PathShareProbe
 from embtie.training.state import TrainState
 from embtie.training.summary import param_counts, summary_record
@@ -43,7 +44,7 @@ class Trainer:
     def setup(self) -> None:
         """Task, model, optimizer, schedule length; the newest checkpoint restored, or a fresh start."""
         cfg, rt = self.cfg, self.rt
-        ckpt = checkpointing.resumable(self.out, rt.rank)  # before anything is written to the run
+        ckpt = resume.resumable(self.out, rt.rank)  # before anything is written to the run
         torch.manual_seed(cfg.seed)
         self.task = tasks.get(cfg.task)(cfg)
         if rt.is_main:
@@ -60,7 +61,7 @@ class Trainer:
             metrics.truncate(0)
             torch.manual_seed(cfg.seed * 7919 + 1 + rt.rank)  # dropout streams differ between processes
         else:
-            self.state, self.carry = checkpointing.restore(ckpt, self.model, self.optimizer, self.task, rt)
+            self.state, self.carry = resume.restore(ckpt, self.model, self.optimizer, self.task, rt)
             metrics.truncate(self.state.metrics_offset)
         self.probe = None
         if self.tc.path_probe and rt.is_main:
@@ -213,7 +214,7 @@ class Trainer:
             res[tc.monitor] = value
         decision = monitor.update(st, value, res["step"], tc)
         if decision.improved and monitor.selects_models(tc):
-            checkpointing.save_named(self.out, "best", self.model, {"step": res["step"], tc.monitor: value}, self.rt)
+            resume.save_named(self.out, "best", self.model, {"step": res["step"], tc.monitor: value}, self.rt)
         if decision.decayed and self.rt.is_main:
             progress.note(self.log.bar, f"step {res['step']}: no better {tc.monitor} in {st.bad_validations} "
                           f"validations, lr x{tc.decay_factor:g} (now x{st.lr_scale:.4g})")  # fmt: skip
@@ -240,7 +241,7 @@ class Trainer:
         self.state.elapsed = self.clock.elapsed()
         self.log.save_into(self.state)
         extra = {"world_size": self.rt.world_size, "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total}
-        checkpointing.save(self.out, self.model, self.optimizer, self.state, self.task, self.carry, self.rt,
+        resume.save(self.out, self.model, self.optimizer, self.state, self.task, self.carry, self.rt,
                            keep=self.tc.keep_checkpoints, extra=extra)  # fmt: skip
 
     def finish(self) -> dict[str, Any]:
@@ -254,7 +255,7 @@ class Trainer:
         if self.rt.is_main:
             summary = summary_record(self.cfg, self.state, self.counts, self.state.step, self.steps_per_epoch,
                                      self.clock.elapsed(), self.rt)  # fmt: skip
-            checkpoint.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
+            checkpoints.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
         self.log.metrics.close()
         runtime.barrier(self.rt)
         if not self.rt.is_main:

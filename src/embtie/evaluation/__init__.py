@@ -1,0 +1,2 @@
+"""Evaluation building blocks: token-weighted loss and perplexity (``loss_meter``), greedy and beam
+search (``beam_search``), corpus BLEU and chrF through sacreBLEU (``bleu``)."""

@@ -1,0 +1,54 @@
+"""The comparison report: statistics, learning curves, step-0 loss, parameter counts, norms, norm vs
+frequency, word similarity and row updates, each figure with a caption and the command behind it.
+Everything is read from the comparison's saved files (``embtie.comparison.collect``).
+
+Each section is one function ``ReportContext -> list[Block]`` in ``embtie.reporting.sections``;
+``SECTIONS`` gives their order. A new analysis adds its section function to ``SECTIONS``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from embtie.reporting import document
+from embtie.reporting.sections import Section, make_context
+from embtie.reporting.sections.captioning import captions_and_vocab_usage
+from embtie.reporting.sections.convergence import steps_to_targets
+from embtie.reporting.sections.curves import learning_curves
+from embtie.reporting.sections.frequency import norm_vs_frequency
+from embtie.reporting.sections.initial_loss import step0_loss
+from embtie.reporting.sections.norms import vector_norms
+from embtie.reporting.sections.parameters import parameter_counts
+from embtie.reporting.sections.row_updates import row_update_frequency
+from embtie.reporting.sections.statistics import overview, throughput, validation_perplexity
+from embtie.reporting.sections.summary import summary
+from embtie.reporting.sections.translation import bleu_and_vocab_usage
+from embtie.reporting.sections.update_dynamics import update_dynamics
+from embtie.reporting.sections.wordsim import word_similarity
+
+SECTIONS: list[Section] = [
+    summary,
+    overview,
+    validation_perplexity,
+    bleu_and_vocab_usage,  # translation runs only
+    captions_and_vocab_usage,  # captioning runs only
+    learning_curves,
+    steps_to_targets,
+    step0_loss,
+    parameter_counts,
+    vector_norms,
+    norm_vs_frequency,
+    word_similarity,
+    row_update_frequency,
+    update_dynamics,
+    throughput,
+]
+"""The report's sections in order; each returns its blocks (an empty list to leave itself out)."""
+
+
+def build(results: dict, out_dir: Path) -> document.Report:
+    """The report of a comparison's results (``embtie.comparison.collect``); plots are written to ``out_dir``."""
+    ctx = make_context(results, out_dir)
+    r = document.Report(f"embtie comparison: {results['preset']}")
+    for section in SECTIONS:
+        r.add(*section(ctx))
+    return r

@@ -1,0 +1,48 @@
+"""How often each vocabulary row gets a gradient through the input and the output path (Press & Wolf)."""
+
+from __future__ import annotations
+
+from embtie.reporting import plots
+from embtie.reporting.document import Figure, Heading, Table
+from embtie.reporting.sections.context import Block, ReportContext
+
+
+def row_update_frequency(ctx: ReportContext) -> list[Block]:
+    """Rows updated per batch through sharing.embed and through the output layer (seed 0), by frequency rank."""
+    ups = {}
+    urows = []
+    for n in ctx.names:
+        dg, ar = ctx.seed0[n]["diag"], ctx.seed0[n]["arrays"]
+        ru = dg["row_updates"]
+        ups[n] = {
+            "batches": ru["batches"],
+            "input_counts": ar["input_update_counts"],
+            "output_counts": ar["output_update_counts"],
+        }
+        urows.append(
+            [
+                n,
+                f"{100 * ru['input_rows_per_batch']:.1f}%",
+                f"{100 * ru['output_rows_per_batch']:.1f}%",
+                ", ".join(ru["parameters"]) or "-",
+            ]
+        )
+    table = Table(
+        [
+            "strategy",
+            "rows with input-path gradient per batch",
+            "rows with output-path gradient per batch",
+            "row parameters",
+        ],
+        urows,
+        f"Over the first {ups[ctx.names[0]]['batches']} training batches, with the trained weights (seed 0). The "
+        "input path is the gradient through sharing.embed, the output path the one through the output layer; a "
+        "fixed classifier's rows are buffers and never get one.",
+    )
+    figure = Figure(
+        plots.row_update_frequency(ups, ctx.out_dir / "row_updates.png"),
+        "Share of batches in which a vocabulary row gets a non-zero gradient through the input path (blue) and "
+        "the output path (red), against the token's frequency rank.",
+        f"{ctx.cmd}  (one run: embtie analyze RUN_DIR)",
+    )
+    return [Heading("How often each row is updated (Press & Wolf)"), table, figure]

@@ -1,0 +1,88 @@
+"""The report's opening text, validation perplexity with significance against the baseline, and throughput."""
+
+from __future__ import annotations
+
+from embtie.reporting import plots
+from embtie.reporting.document import Figure, Heading, Table, Text
+from embtie.reporting.sections.context import Block, ReportContext, ci, p_cell
+
+
+def overview(ctx: ReportContext) -> list[Block]:
+    """What was compared, how to reproduce it, and whether the grid is finished."""
+    res = ctx.results
+    blocks: list[Block] = []
+    if res["runs_finished"] < res["runs_planned"]:
+        blocks.append(
+            Text(
+                f"Partial report: {res['runs_finished']} of {res['runs_planned']} runs are finished; "
+                "statistics use the seeds finished so far."
+            )
+        )
+    blocks += [
+        Text(
+            f"Strategies: {', '.join(ctx.names)}; seeds: {res['seeds']}; vocabulary V = {ctx.v:,}, width d = {ctx.d}. "
+            f"Reproduce everything (finished runs are skipped, plots are redrawn from saved files): `{ctx.cmd}`"
+        ),
+        Text(
+            "Config overrides on top of the preset, for every run: "
+            + (", ".join(f"`{o}`" for o in res["overrides"]) or "none")
+            + ". Validation perplexities are on the validation tokens the runs evaluate "
+            "(all of them unless `data.valid_tokens` limits them)."
+        ),
+    ]
+    return blocks
+
+
+def _perplexity_row(ctx: ReportContext, n: str) -> list[str]:
+    s = ctx.results["summary"][n]
+    t = ctx.results["tests"].get(n)
+    if n == ctx.baseline:
+        delta, p, verdict = "baseline", "-", "-"
+    elif t is None:
+        delta, p, verdict = "-", "-", "no tied baseline in this comparison"
+    else:
+        lo, hi = t["delta_ci"]
+        delta = f"{t['delta']:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+        p, verdict = f"{t['p_value']:.3f} / {p_cell(t.get('p_seeds'))}", t["verdict"]
+    return [n, ci(s["valid_ppl"]), delta, p, verdict, ci(s["best_valid_ppl"]), ci(s["step0_loss"], 2)]
+
+
+def validation_perplexity(ctx: ReportContext) -> list[Block]:
+    """Perplexity per strategy over seeds, Δ to the baseline with the bootstrap and seed tests."""
+    table = Table(
+        [
+            "strategy",
+            "valid ppl: mean ± std [95% CI]",
+            "Δ ppl vs tied [95% CI]",
+            "p: bootstrap / seeds",
+            "verdict",
+            "best valid ppl",
+            "step-0 loss",
+        ],
+        [_perplexity_row(ctx, n) for n in ctx.names],
+        "Mean, standard deviation and Student-t 95% interval over seeds. Δ and p: paired bootstrap "
+        "(1000 resamples, sacrebleu's test statistic) over the validation batches, seed means compared "
+        "(over the seeds both strategies have finished); it sees the noise of the evaluation sample only. "
+        "p (seeds): Welch's t-test over the per-seed values, the noise of training. The verdict is "
+        "'better' or 'worse' only when both are below 0.05 (the seed test where there are >= 2 seeds), "
+        "else 'within noise'.",
+    )
+    vals = {n: [x["valid_ppl"] for x in ctx.rows if x["strategy"] == n] for n in ctx.names}
+    figure = Figure(
+        plots.metric_by_strategy(vals, ctx.out_dir / "valid_ppl.png", "validation perplexity", log=True),
+        "Final validation perplexity per strategy: seed mean with 95% interval, seeds as dots, tied's mean dotted.",
+        ctx.cmd,
+    )
+    return [Heading("Validation perplexity and significance against tied"), table, figure]
+
+
+def throughput(ctx: ReportContext) -> list[Block]:
+    """Training tokens per second over seeds."""
+    return [
+        Heading("Throughput"),
+        Table(
+            ["strategy", "training tokens/s (mean ± std [95% CI])"],
+            [[n, ci(ctx.results["summary"][n]["tokens_per_s"], 0)] for n in ctx.names],
+            "Measured while the runs trained; on a shared machine these numbers are noisy (use bench/ for ratios).",
+        ),
+    ]

@@ -1,0 +1,85 @@
+"""Run directories loaded back: config, task (vocabulary), model with a checkpoint's weights, summary.
+
+A run directory (written by ``embtie.training.api.train``) holds config.yaml, vocab.json, metrics.jsonl,
+checkpoints/ (see ``embtie.rundir.checkpoints``) and, once finished, summary.json. Everything that reads a
+trained run — evaluation, decoding, analysis, comparisons — loads it through this module::
+
+    from embtie.rundir.loading import load_run
+    run = load_run("runs/l2norm")            # run.config, run.model (run.model.sharing), run.task
+    run.task.evaluate(run.model, "valid")    # {"loss", "ppl", "tokens", ...}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from embtie import tasks
+from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
+from embtie.errors import ConfigError
+from embtie.rundir import checkpoints
+from embtie.tasks.base import Task
+
+
+@dataclass
+class Run:
+    """A trained run loaded back: its config, model (strategy at ``model.sharing``), task and summary."""
+
+    config: RunConfig
+    model: nn.Module
+    task: Task
+    summary: dict[str, Any] | None
+    checkpoint: Path
+
+
+def read_config(run_dir: str | Path) -> RunConfig:
+    """The config of a run directory (its config.yaml), validated."""
+    d = Path(run_dir)
+    cfg_path = d / "config.yaml"
+    if not cfg_path.is_file():
+        raise ConfigError(f"{d} is not a run directory (no config.yaml); give the --out folder of `embtie train`")
+    return config_from_dict(read_yaml_mapping(cfg_path, "run config"))
+
+
+def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> Run:
+    """Load a run directory: its config, its task (vocabulary from vocab.json) and its model with the
+    newest checkpoint's weights (tied tensors stay one tensor), in eval mode on ``device``."""
+    d = Path(run_dir)
+    cfg = read_config(d)
+    ckpt = checkpoints.readable(d, ("model.safetensors",), "loading")
+    if ckpt is None:
+        raise ConfigError(f"{d} has no checkpoint yet; train it first with `embtie train ... --out {d}`")
+    task = tasks.get(cfg.task).load(cfg, d)
+    model = task.build_model()
+    checkpoints.load_weights(model, ckpt)
+    model.to(device).eval()
+    summary_path = d / "summary.json"
+    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else None
+    return Run(config=cfg, model=model, task=task, summary=summary, checkpoint=ckpt)
+
+
+def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
+    """A checkpoint folder of a run by name (``step-00001234``, ``avg-last5``, or a path); None: newest."""
+    if name is None:
+        return None
+    for cand in (Path(run_dir) / checkpoints.CKPT / name, Path(name)):
+        if (cand / "model.safetensors").is_file():
+            return cand
+    have = [p.name for p in (Path(run_dir) / checkpoints.CKPT).glob("*") if (p / "model.safetensors").is_file()]
+    raise ConfigError(f"no checkpoint {name!r} in {run_dir}; choose one of: {', '.join(sorted(have)) or 'none'}")
+
+
+def load_for_decoding(run_dir: str | Path, name: str | None = None, device: str = "cpu") -> Run:
+    """``load_run`` with the weights of checkpoint ``name`` (e.g. ``avg-last5``) when given."""
+    run = load_run(run_dir, device=device)
+    path = checkpoint_path(run_dir, name)
+    if path is not None:
+        checkpoints.load_weights(run.model, path)
+        run.model.to(device).eval()
+        run.checkpoint = path
+    return run

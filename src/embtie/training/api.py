@@ -1,0 +1,65 @@
+"""One training loop for every task (language modelling, translation through its own Task).
+
+Public API::
+
+    from embtie.config import load_config
+    from embtie.training import train
+    from embtie.rundir.loading import load_run
+
+    cfg = load_config("ptb-gpt-tiny", ["sharing.name=l2norm", "train.max_steps=200"])
+    summary = train(cfg, "runs/l2norm")      # dict, also in runs/l2norm/summary.json
+    run = load_run("runs/l2norm")            # run.config, run.model (run.model.sharing), run.task.vocab
+    run.task.evaluate(run.model, "valid")    # {"loss", "ppl", "tokens", ...}
+
+A run directory holds config.yaml (the whole config), vocab.json, metrics.jsonl, checkpoints/ (see
+``embtie.rundir.checkpoints``) and, once finished, summary.json. Calling ``train`` again on the same
+directory resumes from the newest checkpoint (bitwise the same result as an uninterrupted run on
+CPU); on a finished run it returns the summary without training.
+
+Under ``torchrun`` every process calls ``train``; the global batch is split across processes (DDP,
+gloo on CPU, nccl on GPU) and only rank 0 writes files and validates. The loop itself is
+``embtie.training.trainer.Trainer``; loading runs back is ``embtie.rundir.loading``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from embtie import runtime
+from embtie.config import RunConfig
+from embtie.training import preparation
+from embtie.training.trainer import Trainer
+
+
+def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
+    """Train ``cfg`` into ``out_dir`` (resuming from its newest checkpoint) and return the summary.
+
+    The summary (also RUN_DIR/summary.json) has at least: valid_loss, valid_ppl, best_valid_ppl,
+    step0_loss (training loss of the first batch, before any update), train_loss, params_learned,
+    params_fixed, tokens_per_s (training tokens per second, all processes), steps, epochs.
+    A finished run is not retrained: its summary is returned as it is.
+    """
+    out = Path(out_dir)
+    done = out / "summary.json"
+    rt = runtime.setup(cfg.train.device)
+    threads = torch.get_num_threads()
+    if cfg.train.threads is not None:
+        torch.set_num_threads(cfg.train.threads)
+    finished = False
+    try:
+        preparation.prepare(cfg, out, rt)
+        summary = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
+        if not summary.get("finished"):
+            trainer = Trainer(cfg, out, rt)
+            trainer.setup()
+            trainer.fit()
+            summary = trainer.finish()
+        finished = True
+        return summary
+    finally:
+        torch.set_num_threads(threads)
+        runtime.teardown(rt, finished)

@@ -1,0 +1,52 @@
+"""Preparing a run directory for training: its config.yaml is written once, and a later call on the
+same directory (a resume) must bring the same config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from embtie import runtime
+from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
+from embtie.errors import ConfigError
+from embtie.rundir import checkpoints
+
+RESUME_IGNORED = {"train.progress"}
+"""config keys that may differ between the first call and a resuming call on the same run directory."""
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_diff(a: dict, b: dict) -> list[str]:
+    """``key: old -> new`` for every dotted key whose value differs (RESUME_IGNORED left out)."""
+    fa, fb = _flatten(a), _flatten(b)
+    return [
+        f"{k}: {fa.get(k)!r} -> {fb.get(k)!r}"
+        for k in sorted(set(fa) | set(fb))
+        if k not in RESUME_IGNORED and fa.get(k) != fb.get(k)
+    ]
+
+
+def prepare(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
+    """Write ``out/config.yaml`` (rank 0), or check that the one there is ``cfg`` (a ConfigError naming
+    the first difference otherwise)."""
+    path = out / "config.yaml"
+    if path.is_file():
+        old = config_from_dict(read_yaml_mapping(path, "run config"))
+        diff = config_diff(old.to_dict(), cfg.to_dict())
+        if diff:
+            raise ConfigError(
+                f"{out} holds a run with another config ({diff[0]}); resume with the same config, or pass a new --out"
+            )
+    elif rt.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        checkpoints.write_atomic(path, cfg.to_yaml())
