@@ -47,10 +47,13 @@ def test_word_similarity_only_for_english_word_targets() -> None:
     """Table 4 needs English words: a word-level De->En task gets it, En->De and subword tasks do not."""
     from types import SimpleNamespace
 
-    from embtie.analysis.run_diagnostics import _english_words
     from embtie.data.word_vocab import WordVocab
+    from embtie.tasks.translation import TranslationTask
+
+    def english_words(tgt_sw, lang):
+        return TranslationTask.english_words(SimpleNamespace(tgt_sw=tgt_sw, data=SimpleNamespace(tgt_lang=lang)))
 
     vocab = WordVocab(["dog", "cat"], [5, 3])
-    assert _english_words(SimpleNamespace(tgt_sw=vocab, data=SimpleNamespace(tgt_lang="en"))) is vocab
-    assert _english_words(SimpleNamespace(tgt_sw=vocab, data=SimpleNamespace(tgt_lang="de"))) is None
-    assert _english_words(SimpleNamespace(tgt_sw=object(), data=SimpleNamespace(tgt_lang="en"))) is None
+    assert english_words(vocab, "en") == vocab.stoi
+    assert english_words(vocab, "de") is None
+    assert english_words(object(), "en") is None

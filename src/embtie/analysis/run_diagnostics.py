@@ -23,6 +23,7 @@ from torch import nn
 
 from embtie import sharing
 from embtie.analysis import eval_units, frequency, norms, param_counts, row_updates, wordsim
+from embtie.tasks.capabilities import Captions, Translates
 
 ANALYSIS_DIR = "analysis"
 VERSION = 1
@@ -39,20 +40,6 @@ def su_prediction(name: str, options: dict, vocab_size: int, dim: int) -> dict:
         "predicted_refined": initial_loss.predicted_loss_refined(m, vocab_size),
         "ln_v": math.log(vocab_size),
     }
-
-
-def _vocab(task: Any):
-    v = getattr(task, "tgt_vocab", None) or getattr(task, "vocab", None)
-    return v if v is not None and getattr(v, "counts", None) else None
-
-
-def _english_words(task: Any):
-    """The target vocabulary of a translation task when it is a word vocabulary of English text (the
-    word-similarity benchmarks are English); None otherwise (subwords, other target languages)."""
-    from embtie.data.word_vocab import WordVocab
-
-    tgt = getattr(task, "tgt_sw", None)
-    return tgt if isinstance(tgt, WordVocab) and task.data.tgt_lang == "en" else None
 
 
 def update_batches(task: Any, model: nn.Module, n: int, device: torch.device):
@@ -90,27 +77,28 @@ def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batc
     diag["norms"] = {k: norms.norm_histogram(a, bins=40, value_range=(lo, hi)) for k, a in io.items()}
     arrays["input_norms"], arrays["output_norms"] = io["input"], io["output"]
 
-    vocab = _vocab(task)
+    counts = task.output_token_counts()
     diag["norm_frequency"] = diag["wordsim"] = diag["translation"] = None
-    if hasattr(task, "evaluate_translation"):
+    if isinstance(task, Translates):
         from embtie.analysis.translation_diag import diagnose_translation
 
         diag["translation"], mt_arrays = diagnose_translation(task, model)
         arrays.update(mt_arrays)
         diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, arrays["counts"]) for k, a in io.items()}
-        words = _english_words(task)
+        words = task.english_words()
         if words is not None:
             with torch.no_grad():
-                diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words.stoi)
-    elif vocab is not None and len(vocab.counts) == v:
-        counts = np.asarray(vocab.counts, dtype=np.int64)
+                diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words)
+    elif counts is not None and len(counts) == v:
         arrays["counts"] = counts
         diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()}
-        with torch.no_grad():
-            diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), vocab.stoi)
+        words = task.english_words()
+        if words is not None:
+            with torch.no_grad():
+                diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words)
 
     diag["captioning"] = None
-    if hasattr(task, "evaluate_captions"):
+    if isinstance(task, Captions):
         from embtie.analysis.caption_diag import diagnose_captioning
 
         diag["captioning"], cap_arrays = diagnose_captioning(task, model)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import numpy as np
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from torch import nn
 
@@ -41,14 +40,6 @@ def train_targets(task: Any) -> list[str]:
     return task.texts(task.data.train_split).ref or []
 
 
-def target_subword_counts(task: Any, refs: list[str], vocab_size: int) -> np.ndarray:
-    """(V,) how often each target subword id occurs in the training targets."""
-    counts = np.zeros(vocab_size, dtype=np.int64)
-    for ids in task.tgt_sw.encode_batch(refs):
-        np.add.at(counts, np.asarray(ids, dtype=np.int64), 1)
-    return counts
-
-
 def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
     """({"scores": corpus BLEU/chrF (detokenized ``bleu`` and tokenized ``bleu_tok``, with signatures)...,
     "vocab_usage": ..., "reference_vocab_usage": ..., "unk_share": share of output words that are <unk>},
@@ -71,7 +62,7 @@ def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
     }
     arrays = {
         "bleu_stats": stats.bleu_sentence_stats(hyps, refs),
-        "counts": target_subword_counts(task, train_refs, model.sharing.vocab_size),
+        "counts": task.output_token_counts(),
         "word_incidence": word_incidence(hyp_words, sorted(train_counts)),
     }
     return diag, arrays

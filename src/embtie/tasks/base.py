@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -88,6 +89,17 @@ class Task(ABC):
         return {}
 
     def carry_from_tensors(self, tensors: dict[str, Tensor], device: torch.device) -> Any:
+        return None
+
+    # ------------------------------------------------------------------ vocabulary facts
+    def output_token_counts(self) -> np.ndarray | None:
+        """(V,) how often each row of the output layer's vocabulary occurs as a training target (norm vs
+        frequency, the frequency bands of the update-path probe); None when the task cannot say."""
+        return None
+
+    def english_words(self) -> dict[str, int] | None:
+        """word -> output row, when the output vocabulary is English words (the word-similarity
+        benchmarks are English); None for subwords or another language."""
         return None
 
     # ------------------------------------------------------------------ evaluation

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -41,6 +42,7 @@ from embtie.evaluation.loss_meter import LossMeter
 from embtie.models.image_encoders import build_encoder
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.capabilities import Captions
 from embtie.tasks.registry import register
 
 VOCAB_FILE = "vocab.words.txt"
@@ -104,7 +106,7 @@ def _feature_kind(cfg: RunConfig) -> str:
 
 
 @register
-class CaptioningTask(Task):
+class CaptioningTask(Task, Captions):
     """Captioning with cached image features; captions and metrics by ``evaluate_captions``."""
 
     name = "captioning"
@@ -303,6 +305,13 @@ class CaptioningTask(Task):
         names, refs = self.references("valid")
         hyps = self.caption(model, self.features(names), beam=1)
         return coco_scores(hyps, refs, ("bleu",))["bleu4"]
+
+    # ------------------------------------------------------------------ vocabulary facts
+    def output_token_counts(self) -> np.ndarray | None:
+        return np.asarray(self.vocab.counts, dtype=np.int64) if self.vocab.counts else None
+
+    def english_words(self) -> dict[str, int]:
+        return self.vocab.stoi
 
     # ------------------------------------------------------------------ run directory
     def save(self, run_dir: Path) -> None:

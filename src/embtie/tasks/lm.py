@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -201,6 +202,13 @@ class LMTask(Task):
     def carry_from_tensors(self, tensors: dict[str, Tensor], device: torch.device) -> Any:
         keys = sorted(k for k in tensors if k.startswith("carry."))
         return tuple(tensors[k].to(device) for k in keys) if keys else None
+
+    # ------------------------------------------------------------------ vocabulary facts
+    def output_token_counts(self) -> np.ndarray | None:
+        return np.asarray(self.vocab.counts, dtype=np.int64) if self.vocab.counts else None
+
+    def english_words(self) -> dict[str, int]:
+        return self.vocab.stoi
 
     # ------------------------------------------------------------------ evaluation
     def eval_data(self, split: str, path: str | Path | None = None) -> Tensor:

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -43,6 +44,7 @@ from embtie.models import rnn_mt, transformer_mt  # noqa: F401  (registers "tran
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.capabilities import Translates
 from embtie.tasks.registry import register
 
 
@@ -128,7 +130,7 @@ splits hypotheses and references on whitespace instead of tokenizing them again.
 
 
 @register
-class TranslationTask(Task):
+class TranslationTask(Task, Translates):
     """Sentence-level translation; BLEU/chrF by ``translate`` + ``score``, loss/ppl by ``evaluate``."""
 
     name = "translation"
@@ -376,6 +378,18 @@ class TranslationTask(Task):
             return given
         word_level = getattr(self.data, "tokenizer", "bpe") == "word"
         return src_file is None and (self.data.dataset in PRETOKENIZED_DATASETS or word_level)
+
+    # ------------------------------------------------------------------ vocabulary facts
+    def output_token_counts(self) -> np.ndarray:
+        """(V,) how often each target token id occurs in the training targets (as encoded for training)."""
+        counts = np.zeros(len(self.tgt_sw), dtype=np.int64)
+        for ids in self.tgt_sw.encode_batch(self.texts(self.data.train_split).ref or []):
+            np.add.at(counts, np.asarray(ids, dtype=np.int64), 1)
+        return counts
+
+    def english_words(self) -> dict[str, int] | None:
+        """The target vocabulary's words when it is a word vocabulary of English text."""
+        return self.tgt_sw.stoi if isinstance(self.tgt_sw, WordVocab) and self.data.tgt_lang == "en" else None
 
     # ------------------------------------------------------------------ run directory
     def save(self, run_dir: Path) -> None:

@@ -64,9 +64,8 @@ class PathShareProbe:
         n = min(n_batches, task.steps_per_epoch(1))
         self.batches = [task.train_batch(0, i, 0, 1, device) for i in range(n)]
         self.device = device
-        vocab = getattr(task, "tgt_vocab", None) or getattr(task, "vocab", None)
-        counts = getattr(vocab, "counts", None)
-        counts = np.asarray(counts, dtype=np.int64) if counts is not None and len(counts) == self.v else None
+        counts = task.output_token_counts()
+        counts = counts if counts is not None and len(counts) == self.v else None
         self.bands = frequency_bands(counts, self.v)
         self.active = bool(row_parameters(self.sharing))
         self.cum_in = np.zeros(self.v)
