@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
 
-.PHONY: run test test-slow lint bench venv clean
+.PHONY: run test test-slow lint typecheck bench venv clean
 
 $(BIN)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ run: venv
 test: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest
+
+# the packages whose types are checked (strict where practical); make test runs it once every package passes
+TYPED := src/embtie/sharing src/embtie/training src/embtie/tasks src/embtie/comparison src/embtie/reporting
+
+typecheck: venv
+	$(BIN)/mypy $(TYPED)
 
 test-slow: venv
 	$(BIN)/python -m pytest -m slow
