@@ -1,0 +1,26 @@
+"""Decisions from paired seeds: is a strategy better than, worse than, or equivalent to the baseline,
+or is it still undecided — and how many seeds would decide it.
+
+- ``margins``: the margin of practical equivalence per metric (relative or absolute), ``--margin``;
+- ``paired``: per-seed differences of two strategies trained with common random numbers, their
+  Student-t interval and the tests of no difference and of equivalence (TOST);
+- ``verdict``: the four verdicts, with Holm's correction over the strategies compared;
+- ``power``: the seeds an undecided comparison would need at its observed effect;
+- ``sequential``: the looks of ``embtie compare --until-decided`` and the level each look spends.
+"""
+
+from embtie.decisions.margins import DEFAULT_MARGINS, Margin, parse_margins
+from embtie.decisions.paired import PairedDifference, paired_difference
+from embtie.decisions.sequential import SequentialDesign
+from embtie.decisions.verdict import Decision, decide_all
+
+__all__ = [
+    "DEFAULT_MARGINS",
+    "Decision",
+    "Margin",
+    "PairedDifference",
+    "SequentialDesign",
+    "decide_all",
+    "paired_difference",
+    "parse_margins",
+]

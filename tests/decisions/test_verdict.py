@@ -1,0 +1,77 @@
+"""The four verdicts, Holm's correction across strategies, and the seeds an undecided comparison needs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from statsmodels.stats.power import TTestPower
+
+from embtie.decisions import Margin, decide_all, paired_difference
+from embtie.decisions.power import power_difference, power_equivalence, seeds_to_decide
+
+BASE = [100.0, 102.0, 98.0, 101.0, 99.0, 100.5]
+
+
+PPL_MARGIN = Margin(1.0, relative=True)
+
+
+def _diff(offsets):
+    return paired_difference([b * (1 + o / 100) for b, o in zip(BASE, offsets)], BASE, PPL_MARGIN)
+
+
+def test_clear_cases_get_their_verdicts_in_the_right_direction():
+    diffs = {
+        "much_lower": _diff([-10.0, -9.5, -10.5, -10.2, -9.8, -10.1]),
+        "same": _diff([0.05, -0.04, 0.02, -0.03, 0.01, 0.0]),
+        "noisy": _diff([3.0, -4.0, 2.5, -3.5, 1.0, -0.5]),
+    }
+    lower_is_better = decide_all(diffs, higher_is_better=False)
+    assert lower_is_better["much_lower"].verdict == "better"
+    assert lower_is_better["same"].verdict == "equivalent"
+    assert lower_is_better["noisy"].verdict == "undecided"
+    assert decide_all(diffs, higher_is_better=True)["much_lower"].verdict == "worse"
+    noisy = lower_is_better["noisy"]
+    assert noisy.seeds_needed is not None and noisy.seeds_needed > 6
+    assert "TOST" in lower_is_better["same"].test and "t-test" in lower_is_better["much_lower"].test
+
+
+def test_holm_matches_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    from embtie.decisions.verdict import holm
+
+    rng = np.random.default_rng(1)
+    for m in (1, 2, 5, 9):
+        p = list(rng.uniform(0, 0.2, m))
+        assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]))
+    assert holm([float("nan"), 0.01]) == pytest.approx([1.0, 0.02])
+
+
+def test_holm_adjusts_across_strategies_like_the_step_down_rule():
+    rng = np.random.default_rng(0)
+    diffs = {f"s{i}": paired_difference(list(rng.normal(0.3 * i, 1.0, 8)), [0.0] * 8, Margin(0.2)) for i in range(4)}
+    out = decide_all(diffs, higher_is_better=True, level=0.05)
+    raw = sorted((d.p_difference, k) for k, d in out.items())
+    m, running = len(raw), 0.0
+    for rank, (p, k) in enumerate(raw):
+        running = max(running, min(1.0, (m - rank) * p))
+        assert out[k].p_difference_holm == pytest.approx(running)
+
+
+def test_a_veto_turns_a_verdict_into_undecided():
+    diffs = {"much_lower": _diff([-10.0, -9.5, -10.5, -10.2, -9.8, -10.1])}
+    d = decide_all(diffs, higher_is_better=False, veto={"much_lower": True})["much_lower"]
+    assert d.verdict == "undecided" and "bootstrap disagrees" in d.test
+
+
+def test_power_matches_statsmodels_and_seeds_needed_reach_it():
+    for delta, sd, n in ((0.5, 1.0, 10), (1.0, 2.0, 6), (0.2, 0.3, 12)):
+        ref = TTestPower().power(effect_size=delta / sd, nobs=n, alpha=0.05, alternative="two-sided")
+        assert power_difference(delta, sd, n, 0.05) == pytest.approx(ref, abs=1e-6)
+    n = seeds_to_decide(0.8, 1.5, margin=0.5, alpha=0.05)
+    assert power_difference(0.8, 1.5, n, 0.05) >= 0.8 > power_difference(0.8, 1.5, n - 1, 0.05)
+    n_eq = seeds_to_decide(0.1, 0.5, margin=0.5, alpha=0.05)
+    assert power_equivalence(0.1, 0.5, n_eq, 0.05, 0.5) >= 0.8 > power_equivalence(0.1, 0.5, n_eq - 1, 0.05, 0.5)
+    # just inside the margin, equivalence is out of reach; at the margin, the difference test decides
+    assert seeds_to_decide(0.49, 1.0, margin=0.5, alpha=0.05) is None
+    assert seeds_to_decide(0.5, 1.0, margin=0.5, alpha=0.05) == seeds_to_decide(0.5, 1.0, margin=0.1, alpha=0.05)
