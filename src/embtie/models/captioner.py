@@ -8,9 +8,9 @@ word embedding is ``sharing.embed`` and the logits are ``sharing.logits(h)`` (or
 - Training (teacher forcing): ``forward(feats, tgt_in) -> (h (B, T, d), penalty)``; ``tgt_in`` is
   <s> w_1 .. w_n padded, the targets are w_1 .. w_n </s>; ``penalty`` is a scalar added to the loss
   (Show-Attend-Tell's doubly stochastic attention term; zero otherwise).
-- Decoding (``embtie.evaluation.beam_search``'s interface, through ``bind``): ``begin(feats)`` (not ``start``: that
-  names translation models), then
-  ``next_logprobs(prev, state)`` per output position; ``reorder_state`` selects beam rows.
+- Decoding (``embtie.evaluation.beam_search``'s ``IncrementalDecoder``, through ``bind``, which fixes the
+  images: the searches start from a token tensor): ``begin(feats)``, then ``next_logprobs(prev, state)``
+  per output position; ``reorder_state`` selects beam rows.
 """
 
 from __future__ import annotations
