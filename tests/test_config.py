@@ -2,7 +2,7 @@
 
 import pytest
 
-from embtie.config import config_from_dict, load_config, parse_override, preset_names
+from embtie.config import config_from_dict, load_config, parse_override, preset_names, read_spec
 from embtie.errors import ConfigError
 
 
@@ -91,3 +91,20 @@ def test_overrides_may_follow_options(capsys):
 
     assert main(["train", "ptb-gpt-tiny", "--out", "unused", "--print-config", "model.dim=48"]) == 0
     assert "dim: 48" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "preset,model,kind",
+    [
+        ("ptb-gpt-tiny", "transformer", "language model"),
+        ("multi30k-transformer-small", "gpt", "translation model"),
+        ("flickr8k-show-tell", "lstm", "captioning model"),
+    ],
+)
+def test_a_task_refuses_a_model_of_another_kind(preset, model, kind):
+    raw = {**read_spec(preset), "model": {"name": model}}
+    with pytest.raises(ConfigError, match=rf"^model '{model}' is not a {kind}; use model.name= one of: "):
+        config_from_dict(raw)
+    if kind == "language model":
+        with pytest.raises(ConfigError, match=r"one of: gpt, lstm$"):
+            config_from_dict(raw)

@@ -191,7 +191,7 @@ class RunConfig:
     data: Any = None
     """the task's data dataclass (registered with ``register_task_section``)."""
     model: Any = None
-    """the model's dataclass (``embtie.models.config_class(name)``), with a ``name`` field."""
+    """the model's dataclass (``embtie.models.config_class(name)``, an ``embtie.models.ModelConfig``)."""
     sharing: SharingConfig = field(default_factory=SharingConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
@@ -268,9 +268,9 @@ def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, 
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
+        mark = getattr(e, "problem_mark", None)  # foreign: a yaml.YAMLError (marked ones have it)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]  # foreign: a yaml.YAMLError
         raise ConfigError(f"{what} {p} is not valid YAML{where}: {problem}") from None
     if raw is None:
         raise ConfigError(f"{what} {p} is empty; it must hold a mapping with task, data, model, sharing, train")
@@ -416,7 +416,7 @@ def check_strategy(cfg: RunConfig) -> None:
 
     from embtie import sharing
 
-    dim = getattr(cfg.model, "embedding_dim", None) or getattr(cfg.model, "dim", None)
+    dim = cfg.model.embedding_dim  # every registered model config is an embtie.models.ModelConfig
     if not isinstance(dim, int) or dim < 1:
         return
     with torch.random.fork_rng(devices=[]):
@@ -437,8 +437,7 @@ def from_dict(cls: type, raw: Any, where: str, context: str = "") -> Any:
             )
         kwargs[k] = _convert(v, hints[k], f"{where}.{k}")
     obj = cls(**kwargs)
-    if hasattr(obj, "validate"):
-        obj.validate()
+    obj.validate()  # every section declares it: model configs inherit ModelConfig's, data configs their own
     return obj
 
 

@@ -5,7 +5,7 @@ Scheme 2 (the current one) draws the sharing object's initial weights from the s
 everything else the model holds (the body, a separate source embedding) from the stream ``body``;
 both are derived from the seed alone, so the body starts from the same weights whatever the strategy.
 The training data order (``seed * 1_000_003 + epoch``) and the dropout stream (``seed * 7919 + 1 +
-rank``) were already functions of the seed alone, and evaluation samples are fixed. Scheme 1 (runs
+rank``) are functions of the seed alone too, and evaluation samples are fixed. Scheme 1 (runs
 whose summary has no ``seeding`` entry) built the sharing object and then the body from one stream
 seeded with ``seed``: the body's weights then depended on how many random numbers the strategy drew
 (untied draws a second matrix), and a comparison's seeds were not paired.

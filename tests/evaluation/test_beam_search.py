@@ -21,6 +21,9 @@ class TableModel:
     The source id is src[:, 0]; prefixes not in the table get ``default`` (EOS with prob 1).
     """
 
+    source_state_keys: tuple[str, ...] = ()
+    max_positions = None
+
     def __init__(self, tables: dict[int, dict[tuple[int, ...], dict[int, float]]], default=None) -> None:
         self.tables = tables
         self.default = default or {EOS: 1.0}

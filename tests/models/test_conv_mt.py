@@ -142,9 +142,11 @@ def test_padding_never_leaks_into_the_encoding(dynamic):
 class FullRerun:
     """Brute force: every step re-runs the model's full (non-incremental) forward pass on the prefix."""
 
+    source_state_keys: tuple[str, ...] = ()
+
     def __init__(self, model) -> None:
         self.model = model
-        self.config = model.config
+        self.max_positions = model.max_positions
 
     def start(self, src: Tensor) -> dict:
         return {"src": src, "prefix": torch.empty(src.shape[0], 0, dtype=torch.long)}

@@ -1,4 +1,4 @@
-"""Image captioning (issue 14): captions and vocabulary, the resumable feature cache, Show-Tell and
+"""Image captioning: captions and vocabulary, the resumable feature cache, Show-Tell and
 Show-Attend-Tell with any strategy, beam search against brute force, COCO metrics against pycocoevalcap,
 vocabulary usage, one-line errors, and a tiny run through ``embtie train/eval/caption``.
 

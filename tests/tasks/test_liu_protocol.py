@@ -1,4 +1,4 @@
-"""Liu, Zhai & Chen's protocol (issue 13, items 2-3): the paper presets (sizes, decode settings, checkpoint
+"""Liu, Zhai & Chen's protocol: the paper presets (sizes, decode settings, checkpoint
 averaging, the one-line error without the user's training files) and BLEU on tokenized text
 (multi-bleu.perl style) next to detokenized sacreBLEU."""
 
@@ -19,6 +19,7 @@ from embtie.errors import DataError
 from embtie.evaluation.bleu import corpus_scores, moses_tokenize, tokenized_bleu
 from embtie.rundir.loading import load_for_decoding
 from embtie.tasks.translation import TranslationTask
+from embtie.tasks.translation.evaluation import references_tokenized
 from embtie.training import train
 
 PAPER = ("iwslt14-dynamicconv-paper", "wmt16-transformer-big-paper", "wmt16-dynamicconv-paper")
@@ -256,11 +257,8 @@ def test_eval_reports_tokenized_bleu_next_to_sacrebleu(tmp_path, monkeypatch, ca
 
 
 def test_shipped_iwslt14_references_count_as_tokenized():
-    from types import SimpleNamespace
-
     def tokenized(preset: str, src_file: str | None, given: bool | None = None) -> bool:
-        stub = SimpleNamespace(data=load_config(preset).data)
-        return TranslationTask._ref_tokenized(stub, src_file, given)  # type: ignore[arg-type]
+        return references_tokenized(load_config(preset).data, src_file, given)
 
     assert tokenized("iwslt14-dynamicconv-paper", None)  # fairseq's prepared (Moses-tokenized) valid split
     assert not tokenized("iwslt14-dynamicconv-paper", "test.de")  # a user file: tokenized by embtie

@@ -23,9 +23,10 @@ def run(args: argparse.Namespace) -> int:
     from embtie import tasks
     from embtie.errors import ConfigError, DataError
     from embtie.rundir.loading import load_for_decoding
+    from embtie.tasks.capabilities import Captions
 
     cfg = read_run_config(args.run_dir)
-    if not hasattr(tasks.get(cfg.task), "caption_files"):
+    if not issubclass(tasks.get(cfg.task), Captions):
         raise ConfigError(f"{args.run_dir} is a {cfg.task!r} run, not a captioning run")
     paths = [Path(p).expanduser() for p in args.images]
     for p in paths:  # checked before the model is loaded

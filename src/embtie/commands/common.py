@@ -77,7 +77,7 @@ def check_out_dir(out: Path) -> None:
 
 def read_stdin_lines(what: str = "stdin") -> list[str]:
     """The lines of stdin, decoded as UTF-8 (a DataError naming the line otherwise), without line endings."""
-    stream = getattr(sys.stdin, "buffer", None)
+    stream = getattr(sys.stdin, "buffer", None)  # foreign: sys.stdin
     if stream is None:  # a text stream without bytes underneath (e.g. io.StringIO)
         return [line.rstrip("\r\n") for line in sys.stdin]
     from embtie.data.files import decode_utf8

@@ -1,13 +1,13 @@
 """``embtie eval RUN_DIR [--split valid|test] [--test-file PATH]``: token-weighted perplexity of a run.
 
-Translation runs (tasks with ``evaluate_translation``): ``embtie eval RUN_DIR --split valid`` or
+Translation runs (tasks that are ``Translates``): ``embtie eval RUN_DIR --split valid`` or
 ``--src-file S --ref-file R`` decodes (``--beam``, ``--lenpen``) and reports sacreBLEU and chrF with
 their signatures, next to BLEU on Moses-tokenized text (multi-bleu.perl style, as Liu et al. and most
 NMT papers report it; ``--ref-tokenized`` when R is tokenized already), plus the perplexity; the
 outputs go to RUN_DIR/hyps.<split>.txt (and eval.json under ``<split>``, or ``<split>@<checkpoint>``
 when --checkpoint is given).
 
-Captioning runs (tasks with ``evaluate_captions``): ``embtie eval RUN_DIR --split valid`` captions every
+Captioning runs (tasks that are ``Captions``): ``embtie eval RUN_DIR --split valid`` captions every
 image of the split (``--beam``) and reports BLEU-1..4, METEOR, ROUGE-L, CIDEr, vocabulary usage and the
 rare-word share; ``--split test --test-file CAPTIONS`` scores the test images against a captions file
 (``IMAGE#k<TAB>caption``; the Flickr8k test captions are held out). Captions go to RUN_DIR/hyps.<split>.txt.
@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.rundir.loading import load_for_decoding
+    from embtie.tasks.capabilities import Captions
 
     translation = _check_inputs(args)
     split = args.split or ("test" if args.test_file or args.src_file else "valid")
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     run_ = load_for_decoding(args.run_dir, args.checkpoint, device=args.device)
     if translation:
         return _translation(run_, split, args)
-    if hasattr(run_.task, "evaluate_captions"):
+    if isinstance(run_.task, Captions):
         from embtie.commands.caption_eval import captioning
 
         return captioning(run_, split, path, args, _save)
@@ -74,10 +75,12 @@ def _check_inputs(args: argparse.Namespace) -> bool:
     from embtie.data.files import read_user_text
     from embtie.data.mt import load_user_files
     from embtie.errors import ConfigError, DataError
+    from embtie.tasks.capabilities import Captions, Translates
 
     cfg = read_run_config(args.run_dir)
-    translation = hasattr(tasks.get(cfg.task), "evaluate_translation")
-    if hasattr(tasks.get(cfg.task), "evaluate_captions") and (args.src_file or args.ref_file):
+    task = tasks.get(cfg.task)
+    translation = issubclass(task, Translates)
+    if issubclass(task, Captions) and (args.src_file or args.ref_file):
         raise ConfigError("a captioning run takes --test-file CAPTIONS (IMAGE#k<TAB>caption lines), not --src-file")
     if translation and args.test_file:
         raise ConfigError("a translation run takes --src-file S --ref-file R, not --test-file")
@@ -122,7 +125,7 @@ def _translation(run_, split: str, args: argparse.Namespace) -> int:
 
     res = run_.task.evaluate_translation(
         run_.model, split, args.src_file, args.ref_file, beam=args.beam, lenpen=args.lenpen,
-        ref_tokenized=getattr(args, "ref_tokenized", None),
+        ref_tokenized=getattr(args, "ref_tokenized", None),  # foreign: argparse Namespace
     )  # fmt: skip
     hyps = res.pop("hyps")
     d = Path(args.run_dir)

@@ -25,9 +25,10 @@ def run(args: argparse.Namespace) -> int:
     from embtie.data.files import read_user_lines
     from embtie.errors import ConfigError, DataError
     from embtie.rundir.loading import load_for_decoding
+    from embtie.tasks.capabilities import Translates
 
     cfg = read_run_config(args.run_dir)
-    if not hasattr(tasks.get(cfg.task), "translate"):
+    if not issubclass(tasks.get(cfg.task), Translates):
         raise ConfigError(f"{args.run_dir} is a {cfg.task!r} run, not a translation run")
     # the input is read (and checked) before the model is loaded
     if args.input:

@@ -100,7 +100,8 @@ def read_text(path: Path, sha256: str | None = None) -> str:
         if path.suffix == ".gz":
             data = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as e:
-        raise DataError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+        reason = getattr(e, "strerror", None) or e  # foreign: an OSError, EOFError or zlib.error
+        raise DataError(f"cannot read {path}: {reason}") from None
     text = decode_utf8(data, str(path))
     if "\x00" in text:
         raise DataError(f"{path} looks like a binary file (it holds NUL bytes); give a text file")

@@ -1,8 +1,8 @@
-"""Greedy and batched beam search over any ``Seq2Seq`` model.
+"""Greedy and batched beam search over any ``Seq2Seq`` model (or a captioner bound to its images).
 
 Both searches drive the model incrementally through ``start(src)``, ``next_logprobs(prev, state)``
-and ``reorder_state(state, index)`` (see ``embtie.models.seq2seq``), so they run wherever the model
-runs (CPU or GPU). A sentence's output has at most ``floor(max_len_ratio * S + max_len_extra)``
+and ``reorder_state(state, index)`` (``IncrementalDecoder``; see ``embtie.models.seq2seq``), so they
+run wherever the model runs (CPU or GPU). A sentence's output has at most ``floor(max_len_ratio * S + max_len_extra)``
 tokens before its EOS, S being its source length (EOS included); at that length EOS is forced.
 
 Beam search follows fairseq: each step keeps the 2K best extensions of the K live hypotheses; those
@@ -15,11 +15,35 @@ exactly greedy search.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
 from embtie.data.subwords import BOS, EOS, PAD
+
+DecodingState = dict[str, Any]
+
+
+class IncrementalDecoder(Protocol):
+    """What the searches drive: a ``Seq2Seq`` model, or a captioner bound to its images.
+
+    ``source_state_keys`` names the state entries that depend on the source alone (left as they are
+    while every row keeps decoding its own sentence); ``max_positions`` caps the output length (BOS
+    takes position 0; None: no cap).
+    """
+
+    @property
+    def source_state_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def max_positions(self) -> int | None: ...
+
+    def start(self, src: Tensor) -> DecodingState: ...
+
+    def next_logprobs(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]: ...
+
+    def reorder_state(self, state: DecodingState, index: Tensor) -> DecodingState: ...
 
 
 @dataclass
@@ -41,14 +65,16 @@ def max_lengths(src: Tensor, ratio: float, extra: int, cap: int | None = None) -
     return m
 
 
-def _position_cap(model) -> int | None:
+def _position_cap(model: IncrementalDecoder) -> int | None:
     """Longest output the model's positions allow (BOS takes position 0), if it has a limit."""
-    mp = getattr(getattr(model, "config", None), "max_positions", None)
+    mp = model.max_positions
     return None if mp is None else mp - 1
 
 
 @torch.no_grad()
-def greedy(model, src: Tensor, *, max_len_ratio: float = 1.5, max_len_extra: int = 10) -> list[Hypothesis]:
+def greedy(
+    model: IncrementalDecoder, src: Tensor, *, max_len_ratio: float = 1.5, max_len_extra: int = 10
+) -> list[Hypothesis]:
     """Arg-max decoding of every row of src (B, S)."""
     b = src.shape[0]
     limit = max_lengths(src, max_len_ratio, max_len_extra, _position_cap(model)).to(src.device)
@@ -105,9 +131,107 @@ def row_topk(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return top, idx.gather(1, pos)
 
 
+@dataclass
+class _Live:
+    """The live hypotheses of the sentences still being decoded: n sentences, kc rows (beams) each."""
+
+    active: list[int]
+    """original sentence id of each remaining sentence (n)."""
+    scores: Tensor
+    """(n, kc) float32 sum of log-probabilities of each live hypothesis."""
+    history: Tensor
+    """(n, kc, t) long the output ids so far."""
+    limit: Tensor
+    """(n,) the most output tokens (before EOS) of each sentence."""
+
+
+@dataclass
+class _Candidates:
+    """The best extensions of every sentence's live hypotheses, best first: (n, c) with c >= k."""
+
+    scores: Tensor
+    beam: Tensor
+    """the live row (0 .. kc-1) each candidate extends."""
+    token: Tensor
+
+
+def _candidates(lp: Tensor, live: _Live, k: int, t: int) -> _Candidates:
+    """The 2k best extensions (at least k, -inf fillers) of each sentence, from log-probabilities lp (n kc, V)."""
+    n, v = live.scores.shape[0], lp.shape[-1]
+    kc = live.scores.shape[1]
+    dev = lp.device
+    force = (live.limit <= t).view(n, 1)
+    if bool(force.any()):  # rows at their length limit may only end: everything but EOS is -inf
+        rows = force.expand(n, kc).reshape(-1, 1)
+        lp = lp.masked_fill(rows & (torch.arange(v, device=dev) != EOS), float("-inf"))
+    # The 2k best of the kc x V continuations of a sentence are among the 2k best tokens of each
+    # beam's row: rank those (n kc, 2k) only, instead of adding the scores to all (n kc, V) entries.
+    per = min(2 * k, v)
+    row_s, row_i = row_topk(lp, per)
+    cand = (row_s.view(n, kc, per) + live.scores.unsqueeze(-1)).view(n, kc * per)
+    top_s, pos = cand.topk(min(2 * k, kc * per), dim=1)
+    src_beam, tok = pos // per, row_i.view(n, kc * per).gather(1, pos)
+    if top_s.shape[1] < k:  # a vocabulary smaller than the beam at the first step: -inf fillers
+        pad = k - top_s.shape[1]
+        top_s = torch.cat([top_s, top_s.new_full((n, pad), float("-inf"))], 1)
+        src_beam = torch.cat([src_beam, src_beam.new_zeros((n, pad))], 1)
+        tok = torch.cat([tok, tok.new_full((n, pad), EOS)], 1)
+    return _Candidates(top_s, src_beam, tok)
+
+
+def _finish(c: _Candidates, live: _Live, finished: list[list[Hypothesis]], k: int, lenpen: float) -> None:
+    """Finish the EOS candidates ranked within the first k (a sentence keeps its first k finished)."""
+    is_eos = c.token[:, :k] == EOS
+    eos_rows, eos_ranks = torch.nonzero(is_eos & torch.isfinite(c.scores[:, :k]), as_tuple=True)
+    if not len(eos_rows):
+        return
+    hist = live.history[eos_rows, c.beam[eos_rows, eos_ranks]].tolist()
+    for r, s, h in zip(eos_rows.tolist(), c.scores[eos_rows, eos_ranks].tolist(), hist):
+        sent = live.active[r]
+        if len(finished[sent]) < k:
+            finished[sent].append(Hypothesis(h, s, s / (len(h) + 1) ** lenpen))
+
+
+def _advance(c: _Candidates, live: _Live, k: int) -> tuple[Tensor, Tensor]:
+    """Keep the k best non-EOS candidates as the live hypotheses; (their tokens (n, k), the decoding
+    row each extends, flat (n k,))."""
+    n, kc = live.scores.shape
+    width = c.scores.shape[1]
+    rank = torch.arange(width, device=c.scores.device).expand_as(c.scores) + (c.token == EOS).long() * width
+    keep = rank.argsort(dim=1)[:, :k]
+    beams = c.beam.gather(1, keep)
+    toks = c.token.gather(1, keep)
+    # fewer than k non-EOS candidates (a vocabulary smaller than 2k): an EOS candidate that fills a
+    # live slot must not be continued past its EOS
+    live.scores = c.scores.gather(1, keep).masked_fill(toks == EOS, float("-inf"))
+    history = live.history.gather(1, beams.unsqueeze(-1).expand(-1, -1, live.history.shape[2]))
+    live.history = torch.cat([history, toks[..., None]], 2)
+    flat = (torch.arange(n, device=c.scores.device).unsqueeze(1) * kc + beams).view(-1)
+    return toks, flat
+
+
+def _drop(live: _Live, done: list[bool], toks: Tensor, flat: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Remove the sentences that are ``done`` from ``live``; their rows of toks (n, k) and flat (n k,)."""
+    n = len(done)
+    rows = torch.tensor([r for r in range(n) if not done[r]], dtype=torch.long, device=toks.device)
+    live.active = [live.active[r] for r in rows.tolist()]
+    live.scores, live.history, live.limit = live.scores[rows], live.history[rows], live.limit[rows]
+    return toks[rows], flat.view(n, k)[rows].reshape(-1)
+
+
+def _reorder(model: IncrementalDecoder, state: DecodingState, flat: Tensor, keep_source: bool) -> DecodingState:
+    """The decoding state of rows ``flat``; with ``keep_source`` (every row still decodes its own
+    sentence) the model's source-only entries stay as they are."""
+    source_keys = model.source_state_keys
+    if source_keys and keep_source:
+        moved = model.reorder_state({key: v for key, v in state.items() if key not in source_keys}, flat)
+        return {**moved, **{key: state[key] for key in source_keys}}
+    return model.reorder_state(state, flat)
+
+
 @torch.no_grad()
 def beam_search(
-    model,
+    model: IncrementalDecoder,
     src: Tensor,
     *,
     beam: int = 5,
@@ -120,84 +244,38 @@ def beam_search(
         raise ValueError(f"beam={beam} must be >= 1")
     dev = src.device
     b, k = src.shape[0], beam
-    limit_all = max_lengths(src, max_len_ratio, max_len_extra, _position_cap(model)).to(dev)
+    limit = max_lengths(src, max_len_ratio, max_len_extra, _position_cap(model)).to(dev)
     # The first step decodes one row per sentence (its k beams would all be the same BOS prefix);
     # the state is expanded to k rows per sentence by the first reorder.
     state = model.start(src)
-    source_keys = getattr(model, "source_state_keys", ())
-    scores = torch.zeros((b, 1), dtype=torch.float32, device=dev)
-    history = torch.empty((b, 1, 0), dtype=torch.long, device=dev)
+    live = _Live(
+        active=list(range(b)),
+        scores=torch.zeros((b, 1), dtype=torch.float32, device=dev),
+        history=torch.empty((b, 1, 0), dtype=torch.long, device=dev),
+        limit=limit,
+    )
     prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
-    active = list(range(b))  # original sentence id of each remaining row
-    limit = limit_all
     finished: list[list[Hypothesis]] = [[] for _ in range(b)]
     t = 0
-    while active:
+    while live.active:
         lp, state = model.next_logprobs(prev, state)
-        n, v = len(active), lp.shape[-1]
-        kc = scores.shape[1]  # rows per sentence now: 1 at the first step, then k
-        force = (limit <= t).view(n, 1)
-        if bool(force.any()):  # rows at their length limit may only end: everything but EOS is -inf
-            rows = force.expand(n, kc).reshape(-1, 1)
-            lp = lp.masked_fill(rows & (torch.arange(v, device=dev) != EOS), float("-inf"))
-        # The 2k best of the kc x V continuations of a sentence are among the 2k best tokens of each
-        # beam's row: rank those (n kc, 2k) only, instead of adding the scores to all (n kc, V) entries.
-        per = min(2 * k, v)
-        row_s, row_i = row_topk(lp, per)
-        cand = (row_s.view(n, kc, per) + scores.unsqueeze(-1)).view(n, kc * per)
-        top_s, pos = cand.topk(min(2 * k, kc * per), dim=1)
-        src_beam, tok = pos // per, row_i.view(n, kc * per).gather(1, pos)
-        if top_s.shape[1] < k:  # a vocabulary smaller than the beam at the first step: -inf fillers
-            pad = k - top_s.shape[1]
-            top_s = torch.cat([top_s, top_s.new_full((n, pad), float("-inf"))], 1)
-            src_beam = torch.cat([src_beam, src_beam.new_zeros((n, pad))], 1)
-            tok = torch.cat([tok, tok.new_full((n, pad), EOS)], 1)
-        is_eos = tok == EOS
-
-        # Finish: EOS candidates ranked within the first k.
-        eos_rows, eos_ranks = torch.nonzero(is_eos[:, :k] & torch.isfinite(top_s[:, :k]), as_tuple=True)
-        if len(eos_rows):
-            hist = history[eos_rows, src_beam[eos_rows, eos_ranks]].tolist()
-            for r, s, h in zip(eos_rows.tolist(), top_s[eos_rows, eos_ranks].tolist(), hist):
-                sent = active[r]
-                if len(finished[sent]) < k:
-                    finished[sent].append(Hypothesis(h, s, s / (len(h) + 1) ** lenpen))
-        done = [len(finished[active[r]]) >= k or bool(limit[r] <= t) for r in range(n)]
-
-        # Continue: the k best non-EOS candidates.
-        rank = torch.arange(top_s.shape[1], device=dev).expand_as(top_s) + is_eos.long() * top_s.shape[1]
-        keep = rank.argsort(dim=1)[:, :k]
-        scores = top_s.gather(1, keep)
-        beams = src_beam.gather(1, keep)
-        toks = tok.gather(1, keep)
-        # fewer than k non-EOS candidates (a vocabulary smaller than 2k): an EOS candidate that fills a
-        # live slot must not be continued past its EOS
-        scores = scores.masked_fill(toks == EOS, float("-inf"))
-        history = torch.cat(
-            [history.gather(1, beams.unsqueeze(-1).expand(-1, -1, history.shape[2])), toks[..., None]], 2
-        )
-        flat = (torch.arange(n, device=dev).unsqueeze(1) * kc + beams).view(-1)
-
+        kc = live.scores.shape[1]  # rows per sentence now: 1 at the first step, then k
+        cand = _candidates(lp, live, k, t)
+        _finish(cand, live, finished, k, lenpen)
+        done = [len(finished[sent]) >= k or bool(live.limit[r] <= t) for r, sent in enumerate(live.active)]
+        toks, flat = _advance(cand, live, k)
         if any(done):
-            rows = torch.tensor([r for r in range(n) if not done[r]], dtype=torch.long, device=dev)
-            active = [active[r] for r in rows.tolist()]
-            scores, history, toks, limit = scores[rows], history[rows], toks[rows], limit[rows]
-            flat = flat.view(n, k)[rows].reshape(-1)
-        if not active:
+            toks, flat = _drop(live, done, toks, flat, k)
+        if not live.active:
             break
-        if source_keys and not any(done) and kc == k:
-            # Every row still decodes its own sentence: source-only entries stay as they are.
-            moved = model.reorder_state({k: v for k, v in state.items() if k not in source_keys}, flat)
-            state = {**moved, **{k: state[k] for k in source_keys}}
-        else:
-            state = model.reorder_state(state, flat)
+        state = _reorder(model, state, flat, keep_source=not any(done) and kc == k)
         prev = toks.reshape(-1)
         t += 1
     return [max(f, key=lambda h: h.normalized) for f in finished]
 
 
 def translate_ids(
-    model,
+    model: IncrementalDecoder,
     src: Tensor,
     *,
     beam: int = 5,

@@ -18,20 +18,23 @@ for beam search. Embeddings and output layer are the sharing objects (see ``embt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
 from embtie.models.conv_ops import TimeConv, encoder_padding
 from embtie.models.registry import register
-from embtie.models.seq2seq import Seq2Seq
-from embtie.models.transformer_mt import Attention, FeedForward, Residual, TransformerMT, sinusoidal_positions
+from embtie.models.seq2seq import DecodingState, SourceEmbedding
+from embtie.models.transformer_mt import Attention, FeedForward, Residual, SinusoidalSeq2Seq, sinusoidal_positions
+from embtie.sharing.base import SharingStrategy
 
 
 @dataclass
-class LightConvMTConfig:
+class LightConvMTConfig(ModelConfig):
     """Sizes and regularization (defaults: fairseq ``lightconv_iwslt_de_en``, post-norm)."""
 
     name: str = "lightconv"
@@ -55,6 +58,10 @@ class LightConvMTConfig:
     pre_norm: bool = False
     """LayerNorm before each sublayer (+ a final one) instead of after the residual sum"""
     max_positions: int = 1024
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
 
     def __post_init__(self) -> None:
         for name in ("dim", "heads", "ffn_dim", "max_positions"):
@@ -173,7 +180,7 @@ def group_rows(src_rows: Tensor, candidates: tuple[int, ...]) -> tuple[Tensor, i
     return src_rows, 1
 
 
-class ConvMT(Seq2Seq):
+class ConvMT(SinusoidalSeq2Seq):
     """Convolutional encoder-decoder; ``dynamic`` picks dynamic (True) or lightweight convolutions.
     ``sharing``: the decoder's strategy; ``src_embed``: ``embed(ids)`` for the encoder (None: ``sharing``
     itself, three-way tying)."""
@@ -181,7 +188,9 @@ class ConvMT(Seq2Seq):
     dynamic: bool = False
     source_state_keys = ("mask", "mem_k", "mem_v")
 
-    def __init__(self, config: LightConvMTConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
+    def __init__(
+        self, config: LightConvMTConfig, sharing: SharingStrategy, src_embed: SourceEmbedding | None = None
+    ) -> None:
         super().__init__(sharing, src_embed)
         self.config = c = config
         self.encoder = nn.ModuleList(EncoderLayer(c, k, self.dynamic) for k in c.enc_kernels)
@@ -191,39 +200,34 @@ class ConvMT(Seq2Seq):
         self.drop = nn.Dropout(c.dropout)
         self.register_buffer("positions", sinusoidal_positions(c.max_positions, c.dim), persistent=False)
 
-    _embed = TransformerMT._embed
-    """(embedder, ids (B, T), offset) -> dropout(embed(ids) + positions) (B, T, d), as the Transformer."""
+    def conv_layers(self) -> list[DecoderLayer]:
+        return cast(list[DecoderLayer], list(self.decoder))
 
-    encode = TransformerMT.encode
-    """src (B, S) -> (memory (B, S, d), mask (B, S) True at real tokens), as the Transformer."""
-    forward = TransformerMT.forward
-    """src (B, S), tgt_in (B, T) -> h (B, T, d): the Transformer's forward over these layers."""
-
-    def start(self, src: Tensor) -> dict:
+    def start(self, src: Tensor) -> DecodingState:
         """src (B, S) -> state: memory keys/values per layer, mask, empty (zero) windows (B, K-1, C)."""
         memory, mask = self.encode(src)
-        kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder]
+        kv = [layer.cross_attn.project_kv(memory) for layer in self.conv_layers()]
         first = memory[:, 0]
         return {
             "mask": mask,
             "mem_k": [k for k, _ in kv],
             "mem_v": [v for _, v in kv],
-            "windows": [layer.block.conv.initial_window(first) for layer in self.decoder],
+            "windows": [layer.block.conv.initial_window(first) for layer in self.conv_layers()],
             "pos": 0,
             "beams": 1,
         }
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         """prev (B,) -> (h (B, d), next state); O(K) per layer."""
         pos = state["pos"]
         x = self._embed(self.sharing, prev[:, None], offset=pos)
         windows = []
-        for i, layer in enumerate(self.decoder):
+        for i, layer in enumerate(self.conv_layers()):
             x, w = layer.step(x, state["mem_k"][i], state["mem_v"][i], state["mask"], state["windows"][i])
             windows.append(w)
         return self.dec_norm(x)[:, 0], {**state, "windows": windows, "pos": pos + 1}
 
-    def reorder_state(self, state: dict, index: Tensor) -> dict:
+    def reorder_state(self, state: DecodingState, index: Tensor) -> DecodingState:
         """Select decoding rows ``index`` (N,). Row r decodes source row r // state["beams"]; the source
         entries are selected once per group of rows of one sentence (beam search), else per row."""
         if "mem_k" not in state:  # beam search's fast path: source entries are kept by the caller

@@ -19,20 +19,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
 from embtie.models.convs2s_state import GLUConv, GradScale, conv_buffers, fairseq_linear
 from embtie.models.registry import register
-from embtie.models.seq2seq import Seq2Seq
+from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
+from embtie.sharing.base import SharingStrategy
 
 HALF = math.sqrt(0.5)
 
 
 @dataclass
-class ConvS2SConfig:
+class ConvS2SConfig(ModelConfig):
     """Sizes of ConvS2S (defaults: fairseq ``fconv``: width 512, 20 + 20 layers of [512, 3])."""
 
     name: str = "convs2s"
@@ -45,6 +48,10 @@ class ConvS2SConfig:
     """[channels, kernel width] of each decoder block (every one attends to the source)"""
     dropout: float = 0.1
     max_positions: int = 1024
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
 
     def __post_init__(self) -> None:
         for name in ("dim", "max_positions"):
@@ -90,7 +97,9 @@ class ConvS2S(Seq2Seq):
     """Convolutional encoder-decoder; ``sharing`` the decoder's strategy, ``src_embed`` the encoder's
     input embedding (None: ``sharing`` itself, three-way tying)."""
 
-    def __init__(self, config: ConvS2SConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
+    def __init__(
+        self, config: ConvS2SConfig, sharing: SharingStrategy, src_embed: SourceEmbedding | None = None
+    ) -> None:
         super().__init__(sharing, src_embed)
         self.config = c = config
         self.enc_pos = nn.Embedding(c.max_positions, c.dim)
@@ -106,12 +115,23 @@ class ConvS2S(Seq2Seq):
         self.dec_out = fairseq_linear(c.decoder_layers[-1][0], c.dim, c.dropout)
         self.drop = nn.Dropout(c.dropout)
 
+    @property
+    def max_positions(self) -> int:
+        return self.config.max_positions
+
+    def encoder_blocks(self) -> list[GLUConv]:
+        return cast(list[GLUConv], list(self.encoder))
+
+    def decoder_blocks(self) -> list[tuple[GLUConv, MultiStepAttention]]:
+        """Each decoder convolution with the attention that follows it."""
+        return list(zip(cast(list[GLUConv], list(self.decoder)), cast(list[MultiStepAttention], list(self.attention))))
+
     def _blocks(self, layers: list[list[int]], causal: bool) -> nn.ModuleList:
         widths = [layers[0][0]] + [ch for ch, _ in layers[:-1]]
         d = self.config.dropout
         return nn.ModuleList(GLUConv(w, ch, k, d, causal) for w, (ch, k) in zip(widths, layers))
 
-    def _embed(self, embedder: nn.Module, positions: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
+    def _embed(self, embedder: SourceEmbedding, positions: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
         """ids (B, L) at positions offset.. -> dropout(embed + position) (B, L, d)."""
         n = ids.shape[1]
         if offset + n > self.config.max_positions:
@@ -122,13 +142,13 @@ class ConvS2S(Seq2Seq):
         x = embedder.embed(ids)
         return self.drop(x + positions.weight[offset : offset + n].to(x.dtype))
 
-    def encode(self, src: Tensor) -> dict:
+    def encode(self, src: Tensor) -> DecodingState:
         """src (B, S) -> keys z (B, S, d), values z + e (B, S, d), mask (B, S), scale (B, 1, 1)."""
         mask = self.source_mask(src)
         keep = mask.unsqueeze(-1)
         e = self._embed(self.src_embed, self.enc_pos, src)
         x = self.enc_in(e)
-        for block in self.encoder:
+        for block in self.encoder_blocks():
             res = block.residual(x)
             x = (block(x.masked_fill(~keep, 0.0)) + res) * HALF
         z = self.enc_out(x).masked_fill(~keep, 0.0)
@@ -141,26 +161,26 @@ class ConvS2S(Seq2Seq):
         mem = self.encode(src)
         g = self._embed(self.sharing, self.dec_pos, tgt_in)
         x = self.dec_in(g)
-        for block, attn in zip(self.decoder, self.attention):
+        for block, attn in self.decoder_blocks():
             res = block.residual(x)
             a = attn(block(x), g, mem["keys"], mem["values"], mem["mask"], mem["scale"])
             x = (a + res) * HALF
         return self.drop(self.dec_out(x))
 
-    def start(self, src: Tensor) -> dict:
+    def start(self, src: Tensor) -> DecodingState:
         """Encode src (B, S); the causal convolutions start from empty (zero) histories."""
         state = self.encode(src)
         widths = [self.config.decoder_layers[0][0]] + [ch for ch, _ in self.config.decoder_layers[:-1]]
-        state["conv"] = conv_buffers(self.decoder, widths, state["keys"])
+        state["conv"] = conv_buffers([block for block, _ in self.decoder_blocks()], widths, state["keys"])
         state["pos"] = 0
         return state
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         """prev (B,) -> (h (B, d), state with every layer's last K-1 conv inputs updated)."""
         g = self._embed(self.sharing, self.dec_pos, prev[:, None], offset=state["pos"])
         x = self.dec_in(g)
         buffers = []
-        for block, attn, buf in zip(self.decoder, self.attention, state["conv"]):
+        for (block, attn), buf in zip(self.decoder_blocks(), state["conv"]):
             res = block.residual(x)
             y, buf = block.step(x, buf)
             buffers.append(buf)

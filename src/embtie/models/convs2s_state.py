@@ -9,6 +9,8 @@ last K-1 inputs, (B, K-1, C_in), so a step costs O(K) whatever the prefix length
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -27,12 +29,12 @@ class GradScale(torch.autograd.Function):
     """Identity forward; the gradient is multiplied by ``scale`` (fairseq's GradMultiply)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, scale: float) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, x: Tensor, scale: float) -> Tensor:
         ctx.scale = scale
         return x.view_as(x)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         return grad * ctx.scale, None
 
 
@@ -78,7 +80,7 @@ class GLUConv(nn.Module):
         return y, window[:, 1:]
 
 
-def conv_buffers(layers: nn.ModuleList, widths: list[int], like: Tensor) -> list[Tensor]:
+def conv_buffers(layers: Sequence[GLUConv], widths: list[int], like: Tensor) -> list[Tensor]:
     """Initial (all-zero) input histories (B, K_l - 1, C_in_l) of every causal layer, B and dtype of
     ``like`` (B, ...)."""
     b = like.shape[0]

@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
+from embtie.models.language_model import LanguageModel
 from embtie.models.registry import register
+from embtie.sharing.base import SharingStrategy
 
 
 @dataclass
-class GPTConfig:
+class GPTConfig(ModelConfig):
     """Shape and initialisation of the GPT model."""
 
     name: str = "gpt"
@@ -78,6 +81,10 @@ def _norm(cfg: GPTConfig) -> nn.Module:
 
 class Rotary(nn.Module):
     """Rotary position embedding (GPT-NeoX half-split form) for (B, H, T, hd) queries and keys."""
+
+    cos: Tensor
+    sin: Tensor
+    """(max_len, hd/2) each, non-persistent buffers."""
 
     def __init__(self, head_dim: int, max_len: int, base: float) -> None:
         super().__init__()
@@ -143,15 +150,15 @@ class Block(nn.Module):
 
 
 @register("gpt", GPTConfig)
-class GPT(nn.Module):
+class GPT(LanguageModel):
     """Decoder-only Transformer LM. ``forward(ids (B, T)) -> h (B, T, d)``, the final-norm hidden states.
 
     The logits / loss are the strategy's: ``model.sharing.logits(h)``, ``model.sharing.loss(h, targets)``.
     """
 
-    stateful = False
+    stateful: ClassVar[bool] = False
 
-    def __init__(self, config: GPTConfig, sharing: nn.Module) -> None:
+    def __init__(self, config: GPTConfig, sharing: SharingStrategy) -> None:
         super().__init__()
         if sharing.dim != config.dim:
             raise ConfigError(f"sharing strategy width {sharing.dim} != model.dim={config.dim}")
@@ -174,7 +181,7 @@ class GPT(nn.Module):
         proj_std = 0.0 if self.config.zero_init_residual else std / math.sqrt(2 * self.config.n_layers)
         if self.pos is not None:
             nn.init.normal_(self.pos.weight, 0.0, std)
-        for block in self.blocks:
+        for block in cast(list[Block], list(self.blocks)):
             for lin in (block.attn.qkv, block.mlp.fc, block.attn.proj, block.mlp.proj):
                 s = proj_std if lin in (block.attn.proj, block.mlp.proj) else std
                 if s == 0.0:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -72,6 +73,8 @@ def build_encoder(name: str) -> ImageEncoder:
 
 class _GridOf(nn.Module):
     """Wraps a network's ``extract_features`` (B, C, h, w) into scaled input -> (B, h*w, C)."""
+
+    net: Any  # foreign: efficientnet_lite_pytorch's EfficientNet (its extract_features is untyped)
 
     def __init__(self, net: nn.Module, mean: float, std: float) -> None:
         super().__init__()

@@ -13,19 +13,23 @@ The hidden state is carried from one batch to the next (truncated BPTT): the mod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, cast
 
 import torch
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
+from embtie.models.language_model import LanguageModel
 from embtie.models.registry import register
+from embtie.sharing.base import SharingStrategy
 
 LSTMState = tuple[Tensor, Tensor]
 """(h, c), each (n_layers, B, hidden)."""
 
 
 @dataclass
-class LSTMConfig:
+class LSTMConfig(ModelConfig):
     """Shape and initialisation of the LSTM LM (defaults: Zaremba's small model)."""
 
     name: str = "lstm"
@@ -53,12 +57,12 @@ class LSTMConfig:
 
 
 @register("lstm", LSTMConfig)
-class LSTMLM(nn.Module):
+class LSTMLM(LanguageModel):
     """``forward(ids (B, T), state) -> (h (B, T, d_emb), state)``; ``init_state(B)`` gives zeros."""
 
-    stateful = True
+    stateful: ClassVar[bool] = True
 
-    def __init__(self, config: LSTMConfig, sharing: nn.Module) -> None:
+    def __init__(self, config: LSTMConfig, sharing: SharingStrategy) -> None:
         super().__init__()
         if sharing.dim != config.emb_dim:
             raise ConfigError(f"sharing strategy width {sharing.dim} != model.emb_dim={config.emb_dim}")
@@ -85,7 +89,7 @@ class LSTMLM(nn.Module):
     def init_state(self, batch_size: int, device: torch.device | str | None = None) -> LSTMState:
         """Zero (h, c), each (n_layers, batch_size, hidden)."""
         shape = (self.config.n_layers, batch_size, self.config.hidden)
-        w = self.lstm.weight_ih_l0
+        w = cast(Tensor, self.lstm.weight_ih_l0)
         return (w.new_zeros(shape, device=device), w.new_zeros(shape, device=device))
 
     def forward(self, ids: Tensor, state: LSTMState | None = None) -> tuple[Tensor, LSTMState]:

@@ -20,12 +20,14 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
 from embtie.models.registry import register
-from embtie.models.seq2seq import Seq2Seq
+from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
+from embtie.sharing.base import SharingStrategy
 
 
 @dataclass
-class RNNMTConfig:
+class RNNMTConfig(ModelConfig):
     """Sizes of the LSTM-attention model."""
 
     name: str = "rnn"
@@ -39,6 +41,10 @@ class RNNMTConfig:
     dec_layers: int = 1
     attn_dim: int = 256
     dropout: float = 0.2
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
 
     def __post_init__(self) -> None:
         for name in ("dim", "enc_hidden", "dec_hidden", "enc_layers", "dec_layers", "attn_dim"):
@@ -69,7 +75,7 @@ class AdditiveAttention(nn.Module):
 class RNNMT(Seq2Seq):
     """BiLSTM encoder + attentional LSTM decoder; embeddings and output layer passed in."""
 
-    def __init__(self, config: RNNMTConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
+    def __init__(self, config: RNNMTConfig, sharing: SharingStrategy, src_embed: SourceEmbedding | None = None) -> None:
         super().__init__(sharing, src_embed)
         self.config = c = config
         mem = 2 * c.enc_hidden
@@ -90,7 +96,7 @@ class RNNMT(Seq2Seq):
         self.out = nn.Linear(c.dec_hidden + mem, c.dim)
         self.drop = nn.Dropout(c.dropout)
 
-    def start(self, src: Tensor) -> dict:
+    def start(self, src: Tensor) -> DecodingState:
         c = self.config
         mask = self.source_mask(src)
         lengths = mask.sum(1)
@@ -108,7 +114,7 @@ class RNNMT(Seq2Seq):
             "c": self.init_c(mean).view(b, c.dec_layers, c.dec_hidden),
         }
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         h_prev, c_prev = state["h"], state["c"]
         ctx = self.attention(h_prev[:, -1], state["memory"], state["keys"], state["mask"])
         x = torch.cat([self.drop(self.sharing.embed(prev)), ctx], dim=-1)

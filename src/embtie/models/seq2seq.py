@@ -4,18 +4,21 @@ A model is built as ``Model(config, sharing, src_embed=None)`` from objects the 
 never inspects by name:
 
 * ``sharing``: the decoder's sharing strategy: decoder input vectors and output logits.
-* ``src_embed``: anything with ``embed(ids) -> vectors`` for the encoder input. ``None`` means the
-  decoder's sharing object itself (one vocabulary, three-way tying); with separate vocabularies it
-  is a ``PlainEmbedding`` (or any sharing object of the source vocabulary).
+* ``src_embed``: the encoder input's ``embed(ids) -> vectors``. ``None`` means the decoder's sharing
+  object itself (one vocabulary, three-way tying); with separate vocabularies it is a
+  ``PlainEmbedding`` (or any sharing object of the source vocabulary).
 
 Training: ``forward(src, tgt_in) -> h`` (B, T, d); the loss is ``sharing.loss(h, tgt_out, ...)`` plus
 ``regularization()``, computed by the task, never here. Decoding is incremental:
 ``state = start(src)``, then ``next_logprobs(prev, state)`` once per output position. Every tensor
 in a decoding state has the batch as its first dimension, so ``reorder_state`` is one index_select.
+What the decoders read besides (``source_state_keys``, ``max_positions``) is declared on ``Seq2Seq``
+with defaults that a model overrides.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -23,6 +26,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.data.subwords import PAD
+from embtie.sharing.base import SharingStrategy
+
+DecodingState = dict[str, Any]
+"""a model's incremental decoding state: tensors (batch first), lists of them, and plain values."""
 
 
 class PlainEmbedding(nn.Module):
@@ -49,10 +56,15 @@ class PlainEmbedding(nn.Module):
         return x * self.embed_scale if self.embed_scale != 1.0 else x
 
     def regularization(self) -> Tensor:
+        """Zero: a plain table has no penalty (declared so that the model sums every embedding's)."""
         return self.weight.new_zeros(())
 
 
-def map_state(state: Any, fn) -> Any:
+SourceEmbedding = SharingStrategy | PlainEmbedding
+"""what embeds the encoder input: the decoder's sharing object, another one, or a plain table."""
+
+
+def map_state(state: Any, fn: Callable[[Tensor], Tensor]) -> Any:
     """Apply ``fn`` to every tensor of a (nested dict/list/tuple) state; other values pass through."""
     if isinstance(state, Tensor):
         return fn(state)
@@ -70,10 +82,18 @@ class Seq2Seq(nn.Module):
     """Decoding-state entries that depend only on the source sentence (e.g. the encoder memory):
     beam search leaves them alone while every row keeps decoding its own sentence."""
 
-    def __init__(self, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
+    sharing: SharingStrategy
+    src_embed: SourceEmbedding
+
+    def __init__(self, sharing: SharingStrategy, src_embed: SourceEmbedding | None = None) -> None:
         super().__init__()
         self.sharing = sharing
         self.src_embed = sharing if src_embed is None else src_embed
+
+    @property
+    def max_positions(self) -> int | None:
+        """Positions the model can embed (BOS and the output tokens of a decoded sentence); None: no limit."""
+        return None
 
     @property
     def three_way_tied(self) -> bool:
@@ -87,7 +107,7 @@ class Seq2Seq(nn.Module):
     def regularization(self) -> Tensor:
         """Sum of the distinct embedding objects' regularizers (a scalar)."""
         total = self.sharing.regularization()
-        if not self.three_way_tied and hasattr(self.src_embed, "regularization"):
+        if not self.three_way_tied:
             total = total + self.src_embed.regularization()
         return total
 
@@ -96,11 +116,11 @@ class Seq2Seq(nn.Module):
         """src (B, S), tgt_in (B, T) -> decoder hidden states h (B, T, d) (teacher forcing)."""
         raise NotImplementedError
 
-    def start(self, src: Tensor) -> dict:
+    def start(self, src: Tensor) -> DecodingState:
         """Encode src (B, S) and return the decoding state before the first output token."""
         raise NotImplementedError
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         """prev (B,) the previous output token (BOS first) -> (h (B, d), next state)."""
         raise NotImplementedError
 
@@ -110,16 +130,17 @@ class Seq2Seq(nn.Module):
         """(B, S) bool, True at real (non-pad) source positions."""
         return src != PAD
 
-    def reorder_state(self, state: dict, index: Tensor) -> dict:
+    def reorder_state(self, state: DecodingState, index: Tensor) -> DecodingState:
         """Select batch rows ``index`` (N,) of every tensor in the state (beam search)."""
-        return map_state(state, lambda t: t.index_select(0, index))
+        reordered: DecodingState = map_state(state, lambda t: t.index_select(0, index))
+        return reordered
 
-    def next_logits(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def next_logits(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         """prev (B,) -> (logits (B, V) in float32, next state)."""
         h, state = self.step(prev, state)
         return self.sharing.logits(h).float(), state
 
-    def next_logprobs(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def next_logprobs(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         """prev (B,) -> (log-probabilities (B, V) in float32, next state)."""
         z, state = self.next_logits(prev, state)
         return torch.log_softmax(z, dim=-1), state

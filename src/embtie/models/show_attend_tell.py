@@ -24,12 +24,15 @@ from torch import Tensor, nn
 
 from embtie.data.subwords import PAD
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
 from embtie.models.captioner import Captioner
 from embtie.models.registry import register
+from embtie.models.seq2seq import DecodingState
+from embtie.sharing.base import SharingStrategy
 
 
 @dataclass
-class ShowAttendTellConfig:
+class ShowAttendTellConfig(ModelConfig):
     """Sizes of the Show-Attend-Tell captioner."""
 
     name: str = "show-attend-tell"
@@ -44,6 +47,10 @@ class ShowAttendTellConfig:
     attention_reg: float = 0.02
     """lambda of the doubly stochastic term (summed over the L cells: 0.02 ~ 1/49 is a mean over a 7 x 7
     grid with weight 1)."""
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
 
     def __post_init__(self) -> None:
         for name in ("dim", "hidden", "attn_dim", "feature_dim"):
@@ -69,7 +76,7 @@ class ShowAttendTell(Captioner):
     feature_kind = "spatial"
     source_state_keys = ("feats", "keys")
 
-    def __init__(self, config: ShowAttendTellConfig, sharing: nn.Module) -> None:
+    def __init__(self, config: ShowAttendTellConfig, sharing: SharingStrategy) -> None:
         super().__init__(sharing)
         self.config = c = config
         self.init_h = nn.Linear(c.feature_dim, c.hidden)
@@ -83,20 +90,20 @@ class ShowAttendTell(Captioner):
         self.l_z = nn.Linear(c.feature_dim, c.dim, bias=False)
         self.drop = nn.Dropout(c.dropout)
 
-    def begin(self, feats: Tensor) -> dict:
+    def begin(self, feats: Tensor) -> DecodingState:
         """feats (B, L, C) -> state: feats, keys (B, L, A), h and c (B, H)."""
         a = feats.to(self.w_a.weight.dtype)
         mean = a.mean(1)
         return {"feats": a, "keys": self.w_a(a), "h": torch.tanh(self.init_h(mean)), "c": self.init_c(mean)}
 
-    def attend(self, h: Tensor, state: dict) -> tuple[Tensor, Tensor]:
+    def attend(self, h: Tensor, state: DecodingState) -> tuple[Tensor, Tensor]:
         """h (B, H) -> (gated context z (B, C), attention weights alpha (B, L), each row summing to 1)."""
         scores = self.v(torch.tanh(state["keys"] + self.w_q(h).unsqueeze(1))).squeeze(-1)
         alpha = torch.softmax(scores.float(), dim=-1).to(state["feats"].dtype)
         ctx = torch.bmm(alpha.unsqueeze(1), state["feats"]).squeeze(1)
         return torch.sigmoid(self.gate(h)) * ctx, alpha
 
-    def _recur(self, y_in: Tensor, state: dict) -> tuple[Tensor, Tensor, dict]:
+    def _recur(self, y_in: Tensor, state: DecodingState) -> tuple[Tensor, Tensor, DecodingState]:
         """One step of the recurrence: y_in (B, d) the (dropped-out) previous word's vector ->
         (context z (B, C), attention weights (B, L), state with the new h and c)."""
         z, alpha = self.attend(state["h"], state)
@@ -107,7 +114,7 @@ class ShowAttendTell(Captioner):
         """Xu's deep output, (..., d) from y (..., d), h (..., H), z (..., C)."""
         return self.drop(y + self.l_h(self.drop(h)) + self.l_z(z.to(y.dtype)))
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         y = self.sharing.embed(prev)
         z, _, state = self._recur(self.drop(y), state)
         return self._deep_output(y, state["h"], z), state

@@ -17,12 +17,15 @@ import torch
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
 from embtie.models.captioner import Captioner
 from embtie.models.registry import register
+from embtie.models.seq2seq import DecodingState
+from embtie.sharing.base import SharingStrategy
 
 
 @dataclass
-class ShowTellConfig:
+class ShowTellConfig(ModelConfig):
     """Sizes of the Show-and-Tell captioner."""
 
     name: str = "show-tell"
@@ -34,6 +37,10 @@ class ShowTellConfig:
     feature_dim: int = 1280
     """C, the width of the image features (1280 for EfficientNet-Lite0)."""
     dropout: float = 0.5
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
 
     def __post_init__(self) -> None:
         for name in ("dim", "hidden", "layers", "feature_dim"):
@@ -50,7 +57,7 @@ class ShowTell(Captioner):
 
     feature_kind = "pooled"
 
-    def __init__(self, config: ShowTellConfig, sharing: nn.Module) -> None:
+    def __init__(self, config: ShowTellConfig, sharing: SharingStrategy) -> None:
         super().__init__(sharing)
         self.config = c = config
         self.image_embed = nn.Linear(c.feature_dim, c.dim)
@@ -69,11 +76,11 @@ class ShowTell(Captioner):
         m, _ = self.lstm(torch.cat([self._image_input(feats).to(x.dtype), x], dim=1))
         return self.out(self.drop(m[:, 1:])), m.new_zeros(())
 
-    def begin(self, feats: Tensor) -> dict:
+    def begin(self, feats: Tensor) -> DecodingState:
         _, (h, c) = self.lstm(self._image_input(feats))
         return {"h": h.transpose(0, 1), "c": c.transpose(0, 1)}  # (B, layers, H): batch first for beams
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         x = self.drop(self.sharing.embed(prev)).unsqueeze(1)
         hc = (state["h"].transpose(0, 1).contiguous(), state["c"].transpose(0, 1).contiguous())
         m, (h, c) = self.lstm(x, hc)

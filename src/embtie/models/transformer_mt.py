@@ -9,19 +9,23 @@ sharing objects passed in; see ``embtie.models.seq2seq``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.models.base import ModelConfig
 from embtie.models.registry import register
-from embtie.models.seq2seq import Seq2Seq
+from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
+from embtie.sharing.base import SharingStrategy
 
 
 @dataclass
-class TransformerMTConfig:
+class TransformerMTConfig(ModelConfig):
     """Sizes and regularization of the Transformer (defaults: fairseq ``transformer_iwslt_de_en``)."""
 
     name: str = "transformer"
@@ -40,6 +44,10 @@ class TransformerMTConfig:
     pre_norm: bool = False
     """LayerNorm before each sublayer (+ a final one) instead of after the residual sum"""
     max_positions: int = 1024
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
 
     def __post_init__(self) -> None:
         for name in ("dim", "enc_layers", "dec_layers", "heads", "ffn_dim", "max_positions"):
@@ -122,7 +130,7 @@ class Residual(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.pre_norm = pre_norm
 
-    def forward(self, x: Tensor, f) -> Tensor:
+    def forward(self, x: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
         if self.pre_norm:
             return x + self.drop(f(self.norm(x)))
         return self.norm(x + self.drop(f(x)))
@@ -163,7 +171,9 @@ class DecoderLayer(nn.Module):
         self.r2 = Residual(c.dim, c.dropout, c.pre_norm)
         self.r3 = Residual(c.dim, c.dropout, c.pre_norm)
 
-    def forward(self, x: Tensor, mem_k: Tensor, mem_v: Tensor, mem_mask: Tensor, cache: dict | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, mem_k: Tensor, mem_v: Tensor, mem_mask: Tensor, cache: dict[str, Any] | None = None
+    ) -> Tensor:
         """x (B, T, d). Without cache: causal self-attention over x. With cache (incremental, T = 1):
         this position's keys/values are appended to cache["k"], cache["v"] (B, H, t, d/H)."""
 
@@ -190,28 +200,42 @@ class DecoderLayer(nn.Module):
         return self.r3(x, self.ffn)
 
 
-@register("transformer", TransformerMTConfig)
-class TransformerMT(Seq2Seq):
-    """Encoder-decoder Transformer. ``sharing``: the decoder's strategy; ``src_embed``: object with
-    ``embed(ids)`` for the encoder (None: ``sharing`` itself, three-way tying)."""
+class CrossAttendingLayer(Protocol):
+    """A decoder layer of ``SinusoidalSeq2Seq``: ``layer(x, mem_k, mem_v, mem_mask) -> x`` over a whole
+    target prefix, reading the source through its ``cross_attn``."""
 
-    source_state_keys = ("mask", "mem_k", "mem_v")
+    cross_attn: Attention
 
-    def __init__(self, config: TransformerMTConfig, sharing: nn.Module, src_embed: nn.Module | None = None) -> None:
-        super().__init__(sharing, src_embed)
-        self.config = c = config
-        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.dec_layers))
-        self.enc_norm = nn.LayerNorm(c.dim) if c.pre_norm else nn.Identity()
-        self.dec_norm = nn.LayerNorm(c.dim) if c.pre_norm else nn.Identity()
-        self.drop = nn.Dropout(c.dropout)
-        self.register_buffer("positions", sinusoidal_positions(c.max_positions, c.dim), persistent=False)
+    def __call__(self, x: Tensor, mem_k: Tensor, mem_v: Tensor, mem_mask: Tensor) -> Tensor: ...
 
-    def _embed(self, embedder: nn.Module, ids: Tensor, offset: int = 0) -> Tensor:
+
+class SinusoidalSeq2Seq(Seq2Seq):
+    """The frame the Transformer and the convolutional models (``embtie.models.conv_mt``) share: fixed
+    sinusoidal positions added to the (dropped-out) embeddings, encoder layers ``layer(x, mask)`` and a
+    final norm, decoder layers (``CrossAttendingLayer``) and a final norm. Subclasses build the layers."""
+
+    encoder: nn.ModuleList
+    decoder: nn.ModuleList
+    enc_norm: nn.Module
+    dec_norm: nn.Module
+    drop: nn.Dropout
+    positions: Tensor
+    """(max_positions, d) the sinusoidal table, a non-persistent buffer."""
+
+    @property
+    def max_positions(self) -> int:
+        """The rows of the position table."""
+        return int(self.positions.shape[0])
+
+    def decoder_layers(self) -> list[CrossAttendingLayer]:
+        return cast(list[CrossAttendingLayer], list(self.decoder))
+
+    def _embed(self, embedder: SourceEmbedding, ids: Tensor, offset: int = 0) -> Tensor:
+        """(embedder, ids (B, T), offset) -> dropout(embed(ids) + positions) (B, T, d)."""
         n = ids.shape[1]
-        if offset + n > self.config.max_positions:
+        if offset + n > self.max_positions:
             raise ConfigError(
-                f"sequence of {offset + n} tokens exceeds max_positions={self.config.max_positions}; "
+                f"sequence of {offset + n} tokens exceeds max_positions={self.max_positions}; "
                 "raise model.max_positions or shorten the input"
             )
         x = embedder.embed(ids)
@@ -226,15 +250,37 @@ class TransformerMT(Seq2Seq):
         return self.enc_norm(x), mask
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """src (B, S), tgt_in (B, T) -> h (B, T, d), every decoder layer over the whole prefix."""
         memory, mask = self.encode(src)
         x = self._embed(self.sharing, tgt_in)
-        for layer in self.decoder:
+        for layer in self.decoder_layers():
             x = layer(x, *layer.cross_attn.project_kv(memory), mask)
-        return self.dec_norm(x)
+        out: Tensor = self.dec_norm(x)
+        return out
 
-    def start(self, src: Tensor) -> dict:
+
+@register("transformer", TransformerMTConfig)
+class TransformerMT(SinusoidalSeq2Seq):
+    """Encoder-decoder Transformer. ``sharing``: the decoder's strategy; ``src_embed``: object with
+    ``embed(ids)`` for the encoder (None: ``sharing`` itself, three-way tying)."""
+
+    source_state_keys = ("mask", "mem_k", "mem_v")
+
+    def __init__(
+        self, config: TransformerMTConfig, sharing: SharingStrategy, src_embed: SourceEmbedding | None = None
+    ) -> None:
+        super().__init__(sharing, src_embed)
+        self.config = c = config
+        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.dec_layers))
+        self.enc_norm = nn.LayerNorm(c.dim) if c.pre_norm else nn.Identity()
+        self.dec_norm = nn.LayerNorm(c.dim) if c.pre_norm else nn.Identity()
+        self.drop = nn.Dropout(c.dropout)
+        self.register_buffer("positions", sinusoidal_positions(c.max_positions, c.dim), persistent=False)
+
+    def start(self, src: Tensor) -> DecodingState:
         memory, mask = self.encode(src)
-        kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder]
+        kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder_layers()]
         return {
             # additive float mask, converted once here rather than by SDPA at every step
             "mask": torch.zeros(mask.shape, dtype=memory.dtype, device=mask.device).masked_fill(~mask, float("-inf")),
@@ -245,7 +291,7 @@ class TransformerMT(Seq2Seq):
             "pos": 0,
         }
 
-    def reorder_state(self, state: dict, index: Tensor) -> dict:
+    def reorder_state(self, state: DecodingState, index: Tensor) -> DecodingState:
         """Select decoding rows ``index``; the source entries stay one row per source sentence.
 
         Row r decodes source row r // state["beams"]. When the selected rows again come in equal
@@ -279,7 +325,7 @@ class TransformerMT(Seq2Seq):
             rest.update({k: state[k] for k in self.source_state_keys})
         return rest
 
-    def _apply_reorder(self, state: dict) -> dict:
+    def _apply_reorder(self, state: DecodingState) -> DecodingState:
         """The state with its pending row selection (``reorder_state``'s fast path) applied."""
         index = state["reorder"]
         state = {k: v for k, v in state.items() if k != "reorder"}
@@ -287,7 +333,7 @@ class TransformerMT(Seq2Seq):
         state["self_v"] = [t.index_select(0, index) for t in state["self_v"]]
         return state
 
-    def step(self, prev: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def step(self, prev: Tensor, state: DecodingState) -> tuple[Tensor, DecodingState]:
         pos = state["pos"]
         index = state.get("reorder")
         if index is not None:
@@ -297,7 +343,9 @@ class TransformerMT(Seq2Seq):
         x = self._embed(self.sharing, prev[:, None], offset=pos)
         new_k, new_v = [], []
         for i, layer in enumerate(self.decoder):
-            cache = {"k": state["self_k"][i], "v": state["self_v"][i], "index": index} if pos > 0 else {}
+            cache: dict[str, Tensor | None] = (
+                {"k": state["self_k"][i], "v": state["self_v"][i], "index": index} if pos > 0 else {}
+            )
             x = layer(x, state["mem_k"][i], state["mem_v"][i], state["mask"], cache=cache)
             new_k.append(cache["k"])
             new_v.append(cache["v"])

@@ -1,0 +1,33 @@
+"""What the config reader and the tasks may ask of every registered model config.
+
+A model config is a dataclass with a ``name`` field (the registry key). Subclassing ``ModelConfig``
+declares the facts that code outside the model reads, so that nobody has to probe a config for them:
+
+- ``embedding_dim``: the width of the embeddings and of the hidden states the output layer reads,
+  i.e. the ``dim`` of the sharing object built for the model.
+- ``max_len``: the longest token sequence the model reads at once, or None when it has no limit
+  (a language model's ``data.bptt`` must not exceed it).
+- ``validate()``: cross-field checks run after the config is read (ConfigError); many configs check
+  their fields in ``__post_init__`` instead and keep the default, which checks nothing more.
+"""
+
+from __future__ import annotations
+
+
+class ModelConfig:
+    """Base of every registered model config (``embtie.models.register`` refuses other classes)."""
+
+    name: str
+
+    @property
+    def embedding_dim(self) -> int:
+        """Width of the sharing object (embedding rows and the hidden states fed to the output layer)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its embedding width")
+
+    @property
+    def max_len(self) -> int | None:
+        """Longest token sequence the model reads at once; None: no limit."""
+        return None
+
+    def validate(self) -> None:
+        """Cross-field checks after the config is read (raise ConfigError); none by default."""

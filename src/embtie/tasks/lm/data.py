@@ -1,0 +1,122 @@
+"""The token streams of a language-modelling run.
+
+The training tokens are cut into ``batch_size`` parallel streams (B, L); batch i of an epoch is the
+window ``[i*bptt, (i+1)*bptt)`` of every stream, targets shifted by one (Zaremba et al.'s reader).
+``shuffle`` visits the windows in a per-epoch random order instead (for stateless models). Under
+DDP, rank r of W takes streams [r*B/W, (r+1)*B/W): the global batch is split, not repeated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from embtie.data.files import data_root
+from embtie.data.lm import Vocab, load_tokens
+from embtie.errors import ConfigError, DataError
+from embtie.tasks.lm.config import LMDataConfig
+
+
+@dataclass
+class LMBatch:
+    inputs: Tensor
+    """(B, T) long token ids."""
+    targets: Tensor
+    """(B, T) long next-token ids."""
+
+
+def tokens(dataset: str, split: str) -> tuple[str, ...]:
+    """The tokens of a split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
+    return _tokens_at(str(data_root()), dataset, split)
+
+
+@lru_cache(maxsize=8)
+def _tokens_at(root: str, dataset: str, split: str) -> tuple[str, ...]:
+    return tuple(load_tokens(dataset, split, root=Path(root)))
+
+
+def train_vocab(dataset: str) -> Vocab:
+    """The vocabulary of the training split, ids by decreasing frequency (cached per data root)."""
+    return _train_vocab_at(str(data_root()), dataset)
+
+
+@lru_cache(maxsize=4)
+def _train_vocab_at(root: str, dataset: str) -> Vocab:
+    return Vocab.from_tokens(list(_tokens_at(root, dataset, "train")))
+
+
+def encode(vocab: Vocab, tokens: list[str] | tuple[str, ...]) -> Tensor:
+    """(N,) long ids; words outside the vocabulary become <unk>."""
+    return vocab.encode(list(tokens))
+
+
+def batchify(ids: Tensor, streams: int) -> Tensor:
+    """(N,) -> (streams, N // streams): the stream cut into contiguous rows (the tail is dropped)."""
+    n = ids.numel() // streams
+    if n < 2:
+        raise DataError(f"{ids.numel()} tokens are too few for {streams} streams")
+    return ids[: n * streams].view(streams, n)
+
+
+class Streams:
+    """The training streams of a run and their windows, and the evaluation streams of each split (all
+    cut once, on first use)."""
+
+    def __init__(self, data: LMDataConfig, vocab: Vocab, seed: int) -> None:
+        self.data, self.vocab, self.seed = data, vocab, seed
+        self._train: Tensor | None = None
+        self._perm: tuple[int, Tensor] | None = None
+        self._eval: dict[tuple[str, str | None], Tensor] = {}
+
+    @property
+    def train(self) -> Tensor:
+        """(B, L) the training streams."""
+        if self._train is None:
+            toks = tokens(self.data.dataset, "train")
+            ids = encode(self.vocab, toks if self.data.train_tokens is None else toks[: self.data.train_tokens])
+            self._train = batchify(ids, self.data.batch_size)
+        return self._train
+
+    def steps_per_epoch(self) -> int:
+        n = (self.train.shape[1] - 1) // self.data.bptt
+        if n < 1:
+            raise ConfigError(f"data.bptt={self.data.bptt} is longer than the training streams; lower it")
+        return n
+
+    def window(self, epoch: int, index: int) -> int:
+        """The window that batch ``index`` of ``epoch`` reads (in order, or a per-epoch permutation)."""
+        if not self.data.shuffle:
+            return index
+        if self._perm is None or self._perm[0] != epoch:
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+            self._perm = (epoch, torch.randperm(self.steps_per_epoch(), generator=g))
+        return int(self._perm[1][index])
+
+    def batch(self, epoch: int, index: int, rank: int, world_size: int) -> LMBatch:
+        """Rank ``rank``'s streams of batch ``index`` of ``epoch`` (on the CPU)."""
+        b = self.data.batch_size
+        if b % world_size:
+            raise ConfigError(f"data.batch_size={b} must be divisible by the {world_size} processes")
+        r0, r1 = rank * b // world_size, (rank + 1) * b // world_size
+        t = self.data.bptt
+        s = self.window(epoch, index) * t
+        rows = self.train[r0:r1]
+        return LMBatch(rows[:, s : s + t], rows[:, s + 1 : s + 1 + t])
+
+    def evaluation(self, split: str, path: str | Path | None = None) -> Tensor:
+        """(eval_batch_size, L) the streams of a split (or of a user file)."""
+        key = (split, None if path is None else str(path))
+        if key not in self._eval:
+            d = self.data
+            toks = load_tokens(d.dataset, split, path) if path is not None else tokens(d.dataset, split)
+            ids = encode(self.vocab, toks)
+            if split == "valid" and path is None and d.valid_tokens is not None:
+                ids = ids[: d.valid_tokens]
+            # short files get fewer streams, so that they keep most of their tokens
+            streams = max(1, min(d.eval_batch_size, ids.numel() // (d.bptt + 1)))
+            self._eval[key] = batchify(ids, streams)
+        return self._eval[key]
