@@ -66,7 +66,9 @@ def su_prediction(name: str, options: dict[str, Any], vocab_size: int, dim: int)
     }
 
 
-def update_batches(task: Task, model: nn.Module, n: int, device: torch.device) -> tuple[Callable[[Any], Any], list]:
+def update_batches(
+    task: Task, model: nn.Module, n: int, device: torch.device
+) -> tuple[Callable[[Any], Any], list[Any]]:
     """(loss_fn, batches) for the first ``n`` training batches of epoch 0, as training sees them."""
     n = min(n, task.steps_per_epoch(1))
     batches = [task.train_batch(0, i, 0, 1, device) for i in range(n)]

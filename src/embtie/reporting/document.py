@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TypeAlias, cast
 
 
 @dataclass
@@ -62,12 +62,16 @@ class Gallery:
     """longest side of the inlined images, pixels."""
 
 
+Block: TypeAlias = Heading | Text | Table | Figure | Gallery
+"""One block of a ``Report``."""
+
+
 @dataclass
 class Report:
     title: str
-    blocks: list = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
-    def add(self, *blocks) -> None:
+    def add(self, *blocks: Block) -> None:
         self.blocks.extend(blocks)
 
 

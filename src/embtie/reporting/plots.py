@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
     from embtie.analysis.records import NormHistograms, ParameterCounts
@@ -73,7 +74,7 @@ def _constant(values: np.ndarray) -> bool:
     return values.size > 0 and float(np.ptp(values)) <= 1e-5 * max(float(np.abs(values).max()), 1e-12)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
@@ -81,7 +82,7 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)):
+def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)) -> tuple[Figure, np.ndarray]:
     cols = min(max_cols, max(n, 1))
     rows = math.ceil(max(n, 1) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
@@ -91,7 +92,9 @@ def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)):
     return fig, flat
 
 
-def _band(steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[float]]):
+def _band(
+    steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[float]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Align seed curves on their common steps -> (steps, mean, min, max)."""
     common = sorted(set.intersection(*(set(s) for s in steps_list))) if steps_list else []
     if not common:

@@ -46,9 +46,10 @@ def _image_dir(run_dir: str) -> Path | None:
     from embtie.rundir.loading import read_config
 
     try:
-        return read_config(run_dir).data.images()
+        folder: Path = read_config(run_dir).data.images()
     except (ConfigError, OSError):
         return None
+    return folder
 
 
 def example_gallery(ctx: ReportContext, n: int = N_EXAMPLES) -> Gallery:

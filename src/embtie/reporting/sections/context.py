@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import TypeAlias
 
 from embtie.comparison.records import BaselineTest, Comparison, ResultRow, RunRecord, SeedSummary
-from embtie.reporting.document import Figure, Gallery, Heading, Table, Text, fmt
-
-Block: TypeAlias = Heading | Text | Table | Figure | Gallery
-"""One block of a ``report.Report``."""
+from embtie.reporting.document import Block as Block  # the sections' block type, re-exported
+from embtie.reporting.document import fmt
 
 
 @dataclass(frozen=True)
