@@ -1,14 +1,13 @@
-"""Steps to reach a validation loss (issue 18 item 3) and the report's convergence table."""
+"""Steps to reach a validation loss and the report's convergence table."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import comparison_records as cr
 import numpy as np
 import pytest
 
 from embtie.analysis.convergence import mean_curve, steps_to_reach, targets_from_baseline
-from embtie.reporting.sections.context import ReportContext
+from embtie.comparison.records import RunRecord
 from embtie.reporting.sections.convergence import steps_to_targets
 
 
@@ -32,9 +31,9 @@ def test_mean_curve_uses_shared_steps_and_targets_pick_fractions():
     ]
 
 
-def _run(name: str, seed: int, losses: list[float]) -> dict:
+def _run(name: str, seed: int, losses: list[float]) -> RunRecord:
     steps = [50 * (i + 1) for i in range(len(losses))]
-    return {"strategy": name, "seed": seed, "curves": {"valid_steps": steps, "valid": losses}}
+    return cr.run(name, seed, loss_curves=cr.curves(steps, losses))
 
 
 def test_table_reports_slower_strategies_and_unreached_targets():
@@ -44,8 +43,7 @@ def test_table_reports_slower_strategies_and_unreached_targets():
         _run("slow", 0, [7.0, 6.0, 5.0, 4.5]),
         _run("slow", 1, [7.0, 6.0, 5.0, 4.4]),
     ]
-    ctx = ReportContext({"per_run": per_run}, Path("."), "cmd", ["tied", "slow"], {}, [], "tied", 10, 4, 2.3)
-    heading, table = steps_to_targets(ctx)
+    heading, table = steps_to_targets(cr.context(cr.comparison(per_run)))
     assert heading.text == "Convergence speed"
     tied, slow = table.rows
     # targets: tied's loss at steps 50 (25% of 200 -> nearest 50), 100 and 200: 6.0, 5.0, 4.0
@@ -56,5 +54,4 @@ def test_table_reports_slower_strategies_and_unreached_targets():
 
 def test_too_few_validations_leave_the_section_out():
     per_run = [_run("tied", 0, [6.0, 5.0])]
-    ctx = ReportContext({"per_run": per_run}, Path("."), "cmd", ["tied"], {}, [], "tied", 10, 4, 2.3)
-    assert steps_to_targets(ctx) == []
+    assert steps_to_targets(cr.context(cr.comparison(per_run))) == []

@@ -1,4 +1,4 @@
-"""Press & Wolf's update dynamics (issue 18 item 2): the Procrustes similarity, the output-path share
+"""Press & Wolf's update dynamics: the Procrustes similarity, the output-path share
 probe during training (exact, does not change training, resumes), and the report section."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`embtie compare` on captioning runs (issue 14, Table 1): per-image BLEU statistics that add up to the
+"""`embtie compare` on captioning runs (Shalev et al., Table 1): per-image BLEU statistics that add up to the
 corpus BLEU-4, word incidences that give the vocabulary usage, paired tests of BLEU-4 and VU against
 tied, and the report's captioning table and example gallery (images inlined in the HTML page)."""
 

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from embtie.analysis.norms import norm_histogram
+from embtie.analysis.records import NormHistograms
+from embtie.comparison.records import LossCurves
 from embtie.reporting import document, plots
 
 
@@ -21,24 +23,22 @@ def _fake_figures(tmp: Path) -> list[document.Figure]:
     rng = np.random.default_rng(0)
     curves = {
         name: [
-            {
-                "train_steps": list(range(0, 100, 10)),
-                "train": list(start * np.exp(-np.arange(10) / 3) + 5 + 0.1 * s),
-                "valid_steps": [50, 99],
-                "valid": [6.0 + 0.1 * s, 5.5 + 0.1 * s],
-            }
+            LossCurves(
+                train_steps=list(range(0, 100, 10)),
+                train=list(start * np.exp(-np.arange(10) / 3) + 5 + 0.1 * s),
+                valid_steps=[50, 99],
+                valid=[6.0 + 0.1 * s, 5.5 + 0.1 * s],
+            )
             for s in range(2)
         ]
         for name, start in (("tied", 20.0), ("untied", 4.0))
     }
     counts = np.sort(rng.zipf(1.5, 500))[::-1]
     p1 = plots.learning_curves(curves, tmp / "curves.png", ln_v=np.log(500))
-    p2 = plots.norm_histograms(
-        {"tied": {"input": norm_histogram(rng.gamma(4, 1, 500)), "output": norm_histogram(rng.gamma(5, 1, 500))}},
-        tmp / "norms.png",
-    )
+    hists = {"input": norm_histogram(rng.gamma(4, 1, 500)), "output": norm_histogram(rng.gamma(5, 1, 500))}
+    p2 = plots.norm_histograms({"tied": NormHistograms.from_json(hists)}, tmp / "norms.png")
     p3 = plots.norm_vs_frequency(
-        {"tied": {"counts": counts, "norms": 1 / np.sqrt(counts), "rho": -1.0}}, tmp / "nf.png"
+        {"tied": plots.FrequencyScatter(counts=counts, norms=1 / np.sqrt(counts), rho=-1.0)}, tmp / "nf.png"
     )
     return [
         document.Figure(p1, "Learning curves.", "embtie compare x"),

@@ -1,36 +1,22 @@
-"""The report's opening section (issue 18 item 4): the budget and a plain-language summary built from
-the comparison's statistics."""
+"""The report's opening section: the budget and a plain-language summary built from the comparison's
+statistics."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import comparison_records as cr
 
+from embtie.comparison.records import BaselineTest, TrainingSummary
 from embtie.reporting.sections.context import ReportContext
 from embtie.reporting.sections.summary import budget_text, plain_summary
 
 
-def _ctx(tests: dict, seeds: int = 2) -> ReportContext:
-    per_run = [
-        {
-            "strategy": n,
-            "seed": s,
-            "summary": {"steps": 300, "tokens_seen": 307200, "epochs": 0.33, "train_time_s": 50.0 + s, "device": "cpu"},
-        }
-        for n in ("tied", "untied", "l2norm")
-        for s in range(seeds)
-    ]
-    results = {
-        "per_run": per_run,
-        "seeds": seeds,
-        "tests": tests,
-        "bleu_tests": {},
-        "summary": {"tied": {"valid_ppl": {"n": seeds, "mean": 200.0}}},
-    }
-    return ReportContext(results, Path("."), "cmd", ["tied", "untied", "l2norm"], {}, [], "tied", 10, 4, 2.3)
+def _ctx(tests: dict[str, BaselineTest], seeds: int = 2) -> ReportContext:
+    def budget(seed: int) -> TrainingSummary:
+        return TrainingSummary(steps=300, tokens_seen=307200, epochs=0.33, train_time_s=50.0 + seed, device="cpu")
 
-
-def _test(delta: float, verdict: str, p_seeds: float | None = 0.01) -> dict:
-    return {"delta": delta, "delta_ci": (delta - 5, delta + 5), "p_value": 0.01, "p_seeds": p_seeds, "verdict": verdict}
+    per_run = [cr.run(n, s, summary=budget(s)) for n in ("tied", "untied", "l2norm") for s in range(seeds)]
+    summary = {"tied": cr.strategy_summary(valid_ppl=cr.seed_summary(200.0, n=seeds))}
+    return cr.context(cr.comparison(per_run, seeds=seeds, tests=tests, summary=summary))
 
 
 def test_budget_names_steps_tokens_time_and_seeds():
@@ -40,7 +26,8 @@ def test_budget_names_steps_tokens_time_and_seeds():
 
 
 def test_summary_orders_real_differences_first_and_says_which_are_noise():
-    lines = plain_summary(_ctx({"l2norm": _test(-3.0, "within noise", 0.4), "untied": _test(40.0, "worse")}))
+    tests = {"l2norm": cr.baseline_test(-3.0, "within noise", 0.4), "untied": cr.baseline_test(40.0, "worse")}
+    lines = plain_summary(_ctx(tests))
     assert lines[0].startswith("Baseline `tied`: perplexity 200")
     assert lines[1].startswith("`untied` is worse than the baseline: +40.0 perplexity (+20.0%)")
     assert lines[2].startswith("`l2norm`: -3.0 perplexity (-1.5%)") and "seed test gives p = 0.40" in lines[2]
@@ -48,7 +35,7 @@ def test_summary_orders_real_differences_first_and_says_which_are_noise():
 
 
 def test_one_seed_is_said_plainly():
-    lines = plain_summary(_ctx({"l2norm": _test(-3.0, "within noise", None)}, seeds=1))
+    lines = plain_summary(_ctx({"l2norm": cr.baseline_test(-3.0, "within noise", None)}, seeds=1))
     assert "only one seed" in lines[1]
 
 

@@ -249,11 +249,11 @@ def test_eval_reports_tokenized_bleu_next_to_sacrebleu(tmp_path, monkeypatch, ca
     r = load_for_decoding(run)
     diag, _ = diagnose_translation(r.task, r.model)
     res = r.task.evaluate_translation(r.model, "valid")
-    assert diag["scores"]["bleu"] == pytest.approx(res["bleu"])
-    assert diag["scores"]["bleu_tok"] == pytest.approx(
+    assert diag.scores.bleu == pytest.approx(res["bleu"])
+    assert diag.scores.bleu_tok == pytest.approx(
         tokenized_bleu(res["hyps"], r.task.texts("valid").ref, "en")["bleu_tok"]
     )
-    assert "pretok:moses.en" in diag["scores"]["bleu_tok_signature"]  # Multi30k text is untokenized
+    assert "pretok:moses.en" in (diag.scores.bleu_tok_signature or "")  # Multi30k text is untokenized
 
 
 def test_shipped_iwslt14_references_count_as_tokenized():

@@ -8,6 +8,7 @@ recorded units gives back exactly the token-weighted loss that ``evaluate`` repo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ from typing import Any
 import numpy as np
 from torch import Tensor, nn
 
+from embtie.sharing.base import SharingStrategy
+
 
 @contextmanager
-def recording_loss(sharing_module: nn.Module, record: list[tuple[float, int]]):
+def recording_loss(sharing_module: SharingStrategy, record: list[tuple[float, int]]) -> Iterator[None]:
     """While active, every ``sharing_module.loss(h, targets, ignore_index=...)`` appends (mean, tokens)."""
     original = sharing_module.loss
 
@@ -26,7 +29,7 @@ def recording_loss(sharing_module: nn.Module, record: list[tuple[float, int]]):
         record.append((float(value.detach()), int((targets != ignore_index).sum())))
         return value
 
-    sharing_module.loss = loss
+    sharing_module.loss = loss  # type: ignore[method-assign,assignment]  # an instance attribute, deleted below
     try:
         yield
     finally:
@@ -35,10 +38,13 @@ def recording_loss(sharing_module: nn.Module, record: list[tuple[float, int]]):
 
 def unit_losses(
     task: Any, model: nn.Module, split: str = "valid", path: str | Path | None = None
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """(units, 2) array of [summed token loss (nats), tokens] per evaluation unit, and the task's metrics."""
     record: list[tuple[float, int]] = []
-    with recording_loss(model.sharing, record):
+    strategy = model.sharing
+    if not isinstance(strategy, SharingStrategy):
+        raise TypeError(f"model.sharing is a {type(strategy).__name__}, not a sharing strategy")
+    with recording_loss(strategy, record):
         metrics = task.evaluate(model, split, path)
     stats = np.array([[m * n, n] for m, n in record if n > 0], dtype=np.float64).reshape(-1, 2)
     return stats, metrics

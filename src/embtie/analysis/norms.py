@@ -6,6 +6,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from embtie.sharing.base import SharingStrategy
+
 
 def row_norms(vectors: Tensor) -> np.ndarray:
     """(V, d) vectors -> (V,) float64 array of their L2 norms."""
@@ -37,7 +39,7 @@ def norm_histogram(norms: np.ndarray, bins: int = 40, value_range: tuple[float, 
     }
 
 
-def input_output_norms(sharing_module: torch.nn.Module) -> dict[str, np.ndarray]:
+def input_output_norms(sharing_module: SharingStrategy) -> dict[str, np.ndarray]:
     """{"input": (V,), "output": (V,)} effective input- and output-vector norms of a sharing strategy.
 
     Uses ``input_vectors()`` (after normalization and embed_scale) and ``output_vectors()`` (all logit

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from torch import nn
 
+from embtie.sharing.base import SharingStrategy
 
-def model_parameter_counts(model: nn.Module, sharing_module: nn.Module | None = None) -> dict[str, int]:
+
+def model_parameter_counts(model: nn.Module, sharing_module: SharingStrategy | None = None) -> dict[str, int]:
     """{"learned", "fixed", "sharing_learned", "sharing_fixed"}: elements of trainable parameters and of
     buffers that hold fixed weights, for the whole model and for its sharing strategy alone.
 

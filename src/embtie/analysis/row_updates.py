@@ -11,7 +11,7 @@ recorded embedding lookup, is the *input-path* gradient.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,8 +19,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from embtie.sharing.base import SharingStrategy
 
-def row_parameters(sharing_module: nn.Module) -> list[tuple[str, nn.Parameter]]:
+
+def row_parameters(sharing_module: SharingStrategy) -> list[tuple[str, nn.Parameter]]:
     """Learned parameters of the strategy with one row (or entry) per token: leading dimension V."""
     v = sharing_module.vocab_size
     return [
@@ -29,7 +31,7 @@ def row_parameters(sharing_module: nn.Module) -> list[tuple[str, nn.Parameter]]:
 
 
 @contextmanager
-def _detached_embed(sharing_module: nn.Module, record: list[tuple[Tensor, Tensor]]):
+def _detached_embed(sharing_module: SharingStrategy, record: list[tuple[Tensor, Tensor]]) -> Iterator[None]:
     original = sharing_module.embed
 
     def embed(ids: Tensor) -> Tensor:
@@ -38,7 +40,7 @@ def _detached_embed(sharing_module: nn.Module, record: list[tuple[Tensor, Tensor
         record.append((x, leaf))
         return leaf
 
-    sharing_module.embed = embed
+    sharing_module.embed = embed  # type: ignore[method-assign]  # an instance attribute, deleted below
     try:
         yield
     finally:
@@ -46,7 +48,7 @@ def _detached_embed(sharing_module: nn.Module, record: list[tuple[Tensor, Tensor
 
 
 def split_row_gradients(
-    sharing_module: nn.Module, loss_fn: Callable[[Any], Tensor], batch: Any
+    sharing_module: SharingStrategy, loss_fn: Callable[[Any], Tensor], batch: Any
 ) -> dict[str, dict[str, Tensor]]:
     """{"input": {param: grad}, "output": {param: grad}} of one batch for every row parameter.
 
@@ -60,16 +62,17 @@ def split_row_gradients(
     with _detached_embed(sharing_module, record):
         loss = loss_fn(batch)
     leaves = [leaf for _, leaf in record]
-    tensors = [p for _, p in params]
+    tensors: list[Tensor] = [p for _, p in params]
     grads = torch.autograd.grad(loss, leaves + tensors, allow_unused=True)
     g_leaves, g_out = grads[: len(leaves)], grads[len(leaves) :]
     used = [(x, g) for (x, _), g in zip(record, g_leaves) if g is not None and x.requires_grad]
+    g_in: tuple[Tensor | None, ...]
     if used:
         g_in = torch.autograd.grad([x for x, _ in used], tensors, grad_outputs=[g for _, g in used], allow_unused=True)
     else:
         g_in = (None,) * len(tensors)
 
-    def full(gs):
+    def full(gs: tuple[Tensor | None, ...]) -> dict[str, Tensor]:
         return {n: (torch.zeros_like(p) if g is None else g) for (n, p), g in zip(params, gs)}
 
     return {"input": full(g_in), "output": full(g_out)}
@@ -84,8 +87,8 @@ def nonzero_rows(grads: dict[str, Tensor], vocab_size: int, tol: float = 0.0) ->
 
 
 def row_update_counts(
-    sharing_module: nn.Module, loss_fn: Callable[[Any], Tensor], batches: Iterable[Any], tol: float = 0.0
-) -> dict:
+    sharing_module: SharingStrategy, loss_fn: Callable[[Any], Tensor], batches: Iterable[Any], tol: float = 0.0
+) -> dict[str, Any]:
     """Count, over ``batches``, how many batches give each row a non-zero input- / output-path gradient.
 
     Returns {"batches": n, "input_counts": (V,) int array, "output_counts": (V,) int array,

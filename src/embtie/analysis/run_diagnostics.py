@@ -1,12 +1,15 @@
 """All diagnostics of one trained run, computed once from its saved checkpoint and written to files
 (``RUN_DIR/analysis/diagnostics.json`` and ``arrays.npz``); reports and plots read those files only.
 
-diagnostics.json holds: strategy and sizes, step-0 loss (measured by training, Su's prediction, ln V),
-parameter counts, norm histograms of input and output vectors, Spearman's rho of norm vs train
-frequency, word similarity of input vs output vectors, row-update frequencies of both paths, the
-valid loss per evaluation unit summary, and the task's quality diagnostics (translation: BLEU and
-vocabulary usage; captioning: COCO scores, vocabulary usage and the captions). arrays.npz holds the
-per-token arrays behind them.
+diagnostics.json holds a ``RunDiagnostics`` record (``embtie.analysis.records``): strategy and sizes,
+step-0 loss (measured by training, Su's prediction, ln V), parameter counts, norm histograms of input
+and output vectors, Spearman's rho of norm vs train frequency, word similarity of input vs output
+vectors, row-update frequencies of both paths, the valid loss per evaluation unit summary, and the
+task's quality diagnostics (translation: BLEU and vocabulary usage; captioning: COCO scores, vocabulary
+usage and the captions). arrays.npz holds the per-token and per-unit arrays behind them (``RunArrays``).
+
+The files carry a version: ``read`` knows how to read each version it lists in ``READERS`` and treats
+any other as not analysed (the run is analysed again).
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -23,13 +28,32 @@ from torch import nn
 
 from embtie import sharing
 from embtie.analysis import eval_units, frequency, norms, param_counts, row_updates, wordsim
+from embtie.analysis.json_records import json_default
+from embtie.analysis.records import (
+    CaptioningQuality,
+    NormFrequency,
+    NormHistograms,
+    ParameterCounts,
+    RowUpdates,
+    RunArrays,
+    RunDiagnostics,
+    Step0Loss,
+    ValidationSummary,
+    WordSimilarity,
+)
 from embtie.tasks.capabilities import Captions, Translates
+
+if TYPE_CHECKING:
+    from embtie.config import RunConfig
+    from embtie.tasks.base import Task
 
 ANALYSIS_DIR = "analysis"
 VERSION = 1
+READERS: dict[int, Callable[[Mapping[str, Any]], RunDiagnostics]] = {1: RunDiagnostics.from_json}
+"""diagnostics.json version -> its reader; version 1 is the ``RunDiagnostics`` record as it is."""
 
 
-def su_prediction(name: str, options: dict, vocab_size: int, dim: int) -> dict:
+def su_prediction(name: str, options: dict[str, Any], vocab_size: int, dim: int) -> dict[str, float]:
     """Su's predicted step-0 loss for a freshly initialised strategy (simple and refined), and ln V."""
     from embtie.analysis import initial_loss
 
@@ -42,13 +66,15 @@ def su_prediction(name: str, options: dict, vocab_size: int, dim: int) -> dict:
     }
 
 
-def update_batches(task: Any, model: nn.Module, n: int, device: torch.device):
+def update_batches(
+    task: Task, model: nn.Module, n: int, device: torch.device
+) -> tuple[Callable[[Any], Any], list[Any]]:
     """(loss_fn, batches) for the first ``n`` training batches of epoch 0, as training sees them."""
     n = min(n, task.steps_per_epoch(1))
     batches = [task.train_batch(0, i, 0, 1, device) for i in range(n)]
     state = {"carry": task.init_carry(model, 0, 1, device)}
 
-    def loss_fn(batch):
+    def loss_fn(batch: Any) -> Any:
         step, carry = task.loss(model, batch, state["carry"])
         state["carry"] = carry.detach() if isinstance(carry, torch.Tensor) else carry
         return step.objective
@@ -56,101 +82,144 @@ def update_batches(task: Any, model: nn.Module, n: int, device: torch.device):
     return loss_fn, batches
 
 
-def diagnose(model: nn.Module, task: Any, cfg: Any, summary: dict, n_update_batches: int = 8) -> tuple[dict, dict]:
-    """(diagnostics dict, arrays dict) of a loaded model; see the module docstring."""
-    t_diag = time.perf_counter()
+def strategy_of(model: nn.Module) -> sharing.SharingStrategy:
+    """The model's sharing strategy (every embtie model holds it as ``model.sharing``)."""
     s = model.sharing
+    if not isinstance(s, sharing.SharingStrategy):
+        raise TypeError(f"model.sharing is a {type(s).__name__}, not a sharing strategy")
+    return s
+
+
+@dataclass
+class _Vocabulary:
+    """What the output vocabulary's training counts give: norm vs frequency, word similarity."""
+
+    counts: np.ndarray | None = None
+    norm_frequency: NormFrequency | None = None
+    wordsim: dict[str, WordSimilarity] | None = None
+
+
+def _vocabulary(task: Task, s: sharing.SharingStrategy, io: dict[str, np.ndarray], translates: bool) -> _Vocabulary:
+    """Norm vs training frequency and word similarity, where the task knows its output counts (always for
+    translation, whose counts cover the target vocabulary)."""
+    counts = task.output_token_counts()
+    if counts is None or not (translates or len(counts) == s.vocab_size):
+        return _Vocabulary()
+    nf = NormFrequency.from_json({k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()})
+    words = task.english_words()
+    table = None
+    if words is not None:
+        with torch.no_grad():
+            raw = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words)
+        table = {name: WordSimilarity.from_json(scores) for name, scores in raw.items()}
+    return _Vocabulary(counts, nf, table)
+
+
+def _row_updates(task: Task, model: nn.Module, s: sharing.SharingStrategy, n_batches: int) -> dict[str, Any]:
+    """``row_updates.row_update_counts`` over the first training batches, in training mode."""
+    was = model.training
+    model.train()
+    loss_fn, batches = update_batches(task, model, n_batches, next(model.parameters()).device)
+    ru = row_updates.row_update_counts(s, loss_fn, batches)
+    model.train(was)
+    return ru
+
+
+def _validation(task: Task, model: nn.Module) -> tuple[ValidationSummary, np.ndarray]:
+    with torch.no_grad():
+        units, metrics = eval_units.unit_losses(task, model, "valid")
+    summary = ValidationSummary(
+        units=int(units.shape[0]),
+        tokens=int(units[:, 1].sum()),
+        loss=float(units[:, 0].sum() / units[:, 1].sum()),
+        task_metrics={k: val for k, val in metrics.items() if isinstance(val, int | float | str)},
+    )
+    return summary, units
+
+
+def diagnose(
+    model: nn.Module, task: Task, cfg: RunConfig, summary: Mapping[str, Any], n_update_batches: int = 8
+) -> tuple[RunDiagnostics, RunArrays]:
+    """The diagnostics and arrays of a loaded model; see the module docstring."""
+    t_diag = time.perf_counter()
+    s = strategy_of(model)
     v, d = s.vocab_size, s.dim
-    device = next(model.parameters()).device
-    diag: dict[str, Any] = {"version": VERSION, "strategy": cfg.sharing.name, "options": dict(cfg.sharing.options)}
-    diag.update(vocab_size=v, dim=d, seed=cfg.seed, task=cfg.task)
-    arrays: dict[str, np.ndarray] = {}
-
     step0 = su_prediction(cfg.sharing.name, dict(cfg.sharing.options), v, d)
-    step0["measured"] = summary.get("step0_loss")
-    diag["step0"] = step0
-    diag["params"] = param_counts.model_parameter_counts(model, s)
-
+    params = param_counts.model_parameter_counts(model, s)
     io = norms.input_output_norms(s)
     lo = min(float(io["input"].min()), float(io["output"].min()))
     hi = max(float(io["input"].max()), float(io["output"].max()))
-    diag["norms"] = {k: norms.norm_histogram(a, bins=40, value_range=(lo, hi)) for k, a in io.items()}
-    arrays["input_norms"], arrays["output_norms"] = io["input"], io["output"]
+    hists = {k: norms.norm_histogram(a, bins=40, value_range=(lo, hi)) for k, a in io.items()}
 
-    counts = task.output_token_counts()
-    diag["norm_frequency"] = diag["wordsim"] = diag["translation"] = None
+    translation, quality_arrays = None, None
     if isinstance(task, Translates):
         from embtie.analysis.translation_diag import diagnose_translation
 
-        diag["translation"], mt_arrays = diagnose_translation(task, model)
-        arrays.update(mt_arrays)
-        diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, arrays["counts"]) for k, a in io.items()}
-        words = task.english_words()
-        if words is not None:
-            with torch.no_grad():
-                diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words)
-    elif counts is not None and len(counts) == v:
-        arrays["counts"] = counts
-        diag["norm_frequency"] = {k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()}
-        words = task.english_words()
-        if words is not None:
-            with torch.no_grad():
-                diag["wordsim"] = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words)
-
-    diag["captioning"] = None
+        translation, quality_arrays = diagnose_translation(task, model)
+    vocab = _vocabulary(task, s, io, translation is not None)
+    captioning: CaptioningQuality | None = None
     if isinstance(task, Captions):
         from embtie.analysis.caption_diag import diagnose_captioning
 
-        diag["captioning"], cap_arrays = diagnose_captioning(task, model)
-        arrays.update(cap_arrays)
+        captioning, quality_arrays = diagnose_captioning(task, model)
+    ru = _row_updates(task, model, s, n_update_batches)
+    valid, units = _validation(task, model)
 
-    was = model.training
-    model.train()
-    loss_fn, batches = update_batches(task, model, n_update_batches, device)
-    ru = row_updates.row_update_counts(s, loss_fn, batches)
-    model.train(was)
-    arrays["input_update_counts"], arrays["output_update_counts"] = ru.pop("input_counts"), ru.pop("output_counts")
-    diag["row_updates"] = ru
-
-    with torch.no_grad():
-        units, metrics = eval_units.unit_losses(task, model, "valid")
-    arrays["valid_units"] = units
-    diag["valid"] = {
-        "units": int(units.shape[0]),
-        "tokens": int(units[:, 1].sum()),
-        "loss": float(units[:, 0].sum() / units[:, 1].sum()),
-        "task_metrics": {k: val for k, val in metrics.items() if isinstance(val, int | float | str)},
-    }
-    diag["seconds"] = time.perf_counter() - t_diag
+    diag = RunDiagnostics(
+        version=VERSION,
+        strategy=cfg.sharing.name,
+        options=dict(cfg.sharing.options),
+        vocab_size=v,
+        dim=d,
+        seed=cfg.seed,
+        task=cfg.task,
+        step0=Step0Loss(**step0, measured=summary.get("step0_loss")),
+        params=ParameterCounts(**params),
+        norms=NormHistograms.from_json(hists),
+        norm_frequency=vocab.norm_frequency,
+        wordsim=vocab.wordsim,
+        translation=translation,
+        captioning=captioning,
+        row_updates=RowUpdates(
+            batches=ru["batches"],
+            input_rows_per_batch=ru["input_rows_per_batch"],
+            output_rows_per_batch=ru["output_rows_per_batch"],
+            parameters=ru["parameters"],
+        ),
+        valid=valid,
+        seconds=time.perf_counter() - t_diag,
+    )
+    arrays = RunArrays(
+        input_norms=io["input"],
+        output_norms=io["output"],
+        counts=vocab.counts,
+        bleu_stats=None if quality_arrays is None else quality_arrays.bleu_stats,
+        word_incidence=None if quality_arrays is None else quality_arrays.word_incidence,
+        input_update_counts=ru["input_counts"],
+        output_update_counts=ru["output_counts"],
+        valid_units=units,
+    )
     return diag, arrays
 
 
-def write(run_dir: Path, diag: dict, arrays: dict) -> Path:
+def write(run_dir: Path, diag: RunDiagnostics, arrays: RunArrays) -> Path:
     out = Path(run_dir) / ANALYSIS_DIR
     out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / "arrays.npz", **arrays)
-    (out / "diagnostics.json").write_text(json.dumps(diag, indent=1, default=_json_default), encoding="utf-8")
+    arrays.save(out / "arrays.npz")
+    text = json.dumps(diag.to_json(), indent=1, default=json_default)
+    (out / "diagnostics.json").write_text(text, encoding="utf-8")
     return out
 
 
-def read(run_dir: Path) -> tuple[dict, dict] | None:
-    """(diagnostics, arrays) of a run analysed before, or None."""
+def read(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
+    """The diagnostics and arrays of a run analysed before, or None (not analysed, or by a version of the
+    analysis this code cannot read)."""
     out = Path(run_dir) / ANALYSIS_DIR
     if not (out / "diagnostics.json").is_file() or not (out / "arrays.npz").is_file():
         return None
-    diag = json.loads((out / "diagnostics.json").read_text(encoding="utf-8"))
-    if diag.get("version") != VERSION:
+    raw = json.loads((out / "diagnostics.json").read_text(encoding="utf-8"))
+    version = raw.get("version") if isinstance(raw, dict) else None
+    reader = READERS.get(version) if isinstance(version, int) else None
+    if reader is None:
         return None
-    with np.load(out / "arrays.npz") as z:
-        arrays = {k: z[k] for k in z.files}
-    return diag, arrays
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o)}")
+    return reader(raw), RunArrays.load(out / "arrays.npz")

@@ -1,6 +1,6 @@
 """Translation diagnostics of one run: decoded hypotheses scored sentence by sentence (sacreBLEU's
-sufficient statistics, for the paired bootstrap), vocabulary usage against the training targets
-(Shalev et al., Table 1 "VU" and rare words), and target-subword training counts (for norm vs frequency)."""
+sufficient statistics, for the paired bootstrap) and vocabulary usage against the training targets
+(Shalev et al., Table 1 "VU" and rare words)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from torch import nn
 
 from embtie import stats
+from embtie.analysis.records import QualityArrays, TranslationQuality, TranslationScores, VocabularyUsage
 from embtie.analysis.vocab_usage import UNK, vocabulary_usage, word_incidence
 
 RARE_MAX = 10
@@ -40,11 +41,11 @@ def train_targets(task: Any) -> list[str]:
     return task.texts(task.data.train_split).ref or []
 
 
-def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
-    """({"scores": corpus BLEU/chrF (detokenized ``bleu`` and tokenized ``bleu_tok``, with signatures)...,
-    "vocab_usage": ..., "reference_vocab_usage": ..., "unk_share": share of output words that are <unk>},
-    {"bleu_stats": (N, k), "counts": (V,), "word_incidence": (N, W) over the W training-target words})
-    on the validation split. Vocabulary usage leaves ``<unk>`` out."""
+def diagnose_translation(task: Any, model: nn.Module) -> tuple[TranslationQuality, QualityArrays]:
+    """The validation split decoded and scored: corpus BLEU/chrF (detokenized ``bleu`` and tokenized
+    ``bleu_tok``, with signatures), vocabulary usage of the hypotheses and of the references, the share of
+    output words that are ``<unk>``; and per sentence the sacreBLEU statistics and the incidence of the
+    training-target words. Vocabulary usage leaves ``<unk>`` out."""
     res = task.evaluate_translation(model, "valid")
     hyps = res.pop("hyps")
     refs = task.texts("valid").ref
@@ -54,15 +55,16 @@ def diagnose_translation(task: Any, model: nn.Module) -> tuple[dict, dict]:
     hyp_words = [_known(h) for h in hyp_all]
     n_words = sum(map(len, hyp_all))
     n_unk = n_words - sum(map(len, hyp_words))
-    diag = {
-        "scores": {k: v for k, v in res.items() if isinstance(v, int | float | str)},
-        "vocab_usage": vocabulary_usage(hyp_words, train_counts, RARE_MAX),
-        "reference_vocab_usage": vocabulary_usage([_known(words(r)) for r in refs], train_counts, RARE_MAX),
-        "unk_share": n_unk / n_words if n_words else 0.0,
-    }
-    arrays = {
-        "bleu_stats": stats.bleu_sentence_stats(hyps, refs),
-        "counts": task.output_token_counts(),
-        "word_incidence": word_incidence(hyp_words, sorted(train_counts)),
-    }
-    return diag, arrays
+    quality = TranslationQuality(
+        scores=TranslationScores.from_json({k: v for k, v in res.items() if isinstance(v, int | float | str)}),
+        vocab_usage=VocabularyUsage.from_json(vocabulary_usage(hyp_words, train_counts, RARE_MAX)),
+        reference_vocab_usage=VocabularyUsage.from_json(
+            vocabulary_usage([_known(words(r)) for r in refs], train_counts, RARE_MAX)
+        ),
+        unk_share=n_unk / n_words if n_words else 0.0,
+    )
+    arrays = QualityArrays(
+        bleu_stats=stats.bleu_sentence_stats(hyps, refs),
+        word_incidence=word_incidence(hyp_words, sorted(train_counts)),
+    )
+    return quality, arrays

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from embtie.commands.common import device_arg
+
+if TYPE_CHECKING:
+    from embtie.analysis.records import RunArrays, RunDiagnostics
 
 HELP = "diagnostics of one run: norms, norm vs frequency, word similarity, row updates, parameters, step-0 loss"
 DESCRIPTION = (
@@ -22,37 +26,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
 
 
-def plot_run(diag: dict, arrays: dict, out: Path, command: str) -> list[tuple[Path, str]]:
+def plot_run(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -> list[tuple[Path, str]]:
     """The per-run figures, drawn from the saved diagnostics; returns (path, caption) pairs."""
     from embtie.reporting import plots
 
-    name = diag["strategy"]
+    name = diag.strategy
+    updates = plots.RowUpdateCounts(
+        batches=diag.row_updates.batches,
+        input_counts=arrays.input_update_counts,
+        output_counts=arrays.output_update_counts,
+    )
     figs = [
         (
-            plots.norm_histograms({name: diag["norms"]}, out / "norm_histograms.png"),
+            plots.norm_histograms({name: diag.norms}, out / "norm_histograms.png"),
             "Input (blue) and output (red) vector norms.",
         ),
         (
-            plots.row_update_frequency(
-                {
-                    name: {
-                        "batches": diag["row_updates"]["batches"],
-                        "input_counts": arrays["input_update_counts"],
-                        "output_counts": arrays["output_update_counts"],
-                    }
-                },
-                out / "row_updates.png",
-            ),
+            plots.row_update_frequency({name: updates}, out / "row_updates.png"),
             "Share of batches with a non-zero gradient per row, input vs output path, against frequency rank.",
         ),
     ]
-    if diag.get("norm_frequency"):
-        rho = diag["norm_frequency"]["output"]["rho"]
-        pts = {name: {"counts": arrays["counts"], "norms": arrays["output_norms"], "rho": rho}}
+    if diag.norm_frequency is not None and arrays.counts is not None:
+        rho = diag.norm_frequency.output.rho
+        pts = {name: plots.FrequencyScatter(counts=arrays.counts, norms=arrays.output_norms, rho=rho)}
         figs.append(
             (plots.norm_vs_frequency(pts, out / "norm_vs_frequency.png"), "Output-vector norm against train frequency.")
         )
     return figs
+
+
+def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
+    """What ``embtie analyze`` prints: the headline numbers of each diagnostic."""
+    s0, nf, ru = diag.step0, diag.norm_frequency, diag.row_updates
+    hists = {"input": diag.norms.input, "output": diag.norms.output}
+    return {
+        "strategy": diag.strategy,
+        "step0_loss": {"measured": s0.measured, "su_predicted": s0.predicted, "ln_v": s0.ln_v},
+        "params": diag.params.to_json(),
+        "norms": {k: {"mean": h.mean, "std": h.std, "min": h.min, "max": h.max} for k, h in hists.items()},
+        "norm_frequency_rho": {} if nf is None else {"input": nf.input.rho, "output": nf.output.rho},
+        "wordsim": {b: {"input": e.input.rho, "output": e.output.rho} for b, e in (diag.wordsim or {}).items()},
+        "row_updates": {
+            "batches": ru.batches,
+            "input_rows_per_batch": ru.input_rows_per_batch,
+            "output_rows_per_batch": ru.output_rows_per_batch,
+        },
+        "valid_loss": diag.valid.loss,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,20 +92,7 @@ def run(args: argparse.Namespace) -> int:
         diag, arrays = loaded
     out = d / run_diagnostics.ANALYSIS_DIR
     figs = plot_run(diag, arrays, out, f"embtie analyze {d}")
-    s0 = diag["step0"]
-    lines = {
-        "strategy": diag["strategy"],
-        "step0_loss": {"measured": s0["measured"], "su_predicted": s0["predicted"], "ln_v": s0["ln_v"]},
-        "params": diag["params"],
-        "norms": {k: {m: diag["norms"][k][m] for m in ("mean", "std", "min", "max")} for k in ("input", "output")},
-        "norm_frequency_rho": {k: v["rho"] for k, v in (diag.get("norm_frequency") or {}).items()},
-        "wordsim": {b: {k: e[k]["rho"] for k in e} for b, e in (diag.get("wordsim") or {}).items()},
-        "row_updates": {
-            k: diag["row_updates"][k] for k in ("batches", "input_rows_per_batch", "output_rows_per_batch")
-        },
-        "valid_loss": diag["valid"]["loss"],
-    }
-    print(json.dumps(lines, indent=1))
+    print(json.dumps(summary_lines(diag), indent=1))
     print(f"diagnostics: {(out / 'diagnostics.json').resolve()}")
     for p, _ in figs:
         print(f"plot: {p.resolve()}")

@@ -9,7 +9,7 @@ from pathlib import Path
 HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
 DESCRIPTION = (
     "Train every strategy x seed of a preset (finished runs are skipped, interrupted ones resumed), analyse "
-    "each run, and write DIR/results.csv, results.json, document.md, document.html and the PNG plots. With no "
+    "each run, and write DIR/results.csv, results.json, report.md, report.html and the PNG plots. With no "
     "arguments: the default job (a small PTB comparison, about 10 minutes on 2 CPU cores)."
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from embtie.comparison.records import Comparison
 from embtie.reporting import document
 from embtie.reporting.sections import Section, make_context
 from embtie.reporting.sections.captioning import captions_and_vocab_usage
@@ -45,10 +46,10 @@ SECTIONS: list[Section] = [
 """The report's sections in order; each returns its blocks (an empty list to leave itself out)."""
 
 
-def build(results: dict, out_dir: Path) -> document.Report:
-    """The report of a comparison's results (``embtie.comparison.collect``); plots are written to ``out_dir``."""
-    ctx = make_context(results, out_dir)
-    r = document.Report(f"embtie comparison: {results['preset']}")
+def build(comparison: Comparison, out_dir: Path) -> document.Report:
+    """The report of a comparison (``embtie.comparison.collect``); plots are written to ``out_dir``."""
+    ctx = make_context(comparison, out_dir)
+    r = document.Report(f"embtie comparison: {comparison.preset}")
     for section in SECTIONS:
         r.add(*section(ctx))
     return r

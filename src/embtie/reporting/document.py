@@ -7,9 +7,10 @@ import base64
 import html
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias, cast
 
 
 @dataclass
@@ -61,12 +62,16 @@ class Gallery:
     """longest side of the inlined images, pixels."""
 
 
+Block: TypeAlias = Heading | Text | Table | Figure | Gallery
+"""One block of a ``Report``."""
+
+
 @dataclass
 class Report:
     title: str
-    blocks: list = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
-    def add(self, *blocks) -> None:
+    def add(self, *blocks: Block) -> None:
         self.blocks.extend(blocks)
 
 
@@ -147,8 +152,8 @@ def _thumbnail_uri(path: Path, size: int) -> str | None:
     except ImportError:
         return None
     try:
-        with Image.open(path) as im:
-            im = im.convert("RGB")
+        with Image.open(path) as opened:
+            im = opened.convert("RGB")
             im.thumbnail((size, size))
             buf = io.BytesIO()
             im.save(buf, format="JPEG", quality=85)
@@ -216,10 +221,13 @@ def write(report: Report, out_dir: Path, stem: str = "report") -> tuple[Path, Pa
     return md, page
 
 
-def table_from_dicts(rows: Sequence[dict], columns: Sequence[tuple[str, str]], caption: str = "") -> Table:
+def table_from_dicts(
+    rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]], caption: str = ""
+) -> Table:
     """A Table from dicts: columns are (header, key) pairs; values are formatted with ``fmt``."""
-    return Table(
-        [h for h, _ in columns],
-        [[r.get(k) if isinstance(r.get(k), str) else fmt(r.get(k)) for _, k in columns] for r in rows],
-        caption,
-    )
+    return Table([h for h, _ in columns], [[_cell(r.get(k)) for _, k in columns] for r in rows], caption)
+
+
+def _cell(value: object) -> str:
+    """A table cell: strings as they are, numbers (Python or numpy) through ``fmt``."""
+    return value if isinstance(value, str) else fmt(cast("float | None", value))

@@ -1,6 +1,6 @@
-"""Report figures, drawn from saved data (lists and dicts read from run files), never from a live model.
+"""Report figures, drawn from saved data (records and arrays read from run files), never from a live model.
 
-Every function takes plain data, writes one PNG and returns its path. matplotlib runs on the Agg
+Every function takes data per strategy, writes one PNG and returns its path. matplotlib runs on the Agg
 backend (no display needed).
 """
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -17,18 +19,46 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from embtie.analysis.records import NormHistograms, ParameterCounts
+    from embtie.comparison.records import LossCurves
 
 DPI = 110
 
 
-def strategy_colors(names: Sequence[str]) -> dict[str, tuple]:
+@dataclass(frozen=True)
+class FrequencyScatter:
+    """A run's output-vector norms against the training counts of its output vocabulary."""
+
+    counts: np.ndarray
+    """(V,) training counts (tokens with count 0 are not drawn)."""
+    norms: np.ndarray
+    """(V,) output-vector norms."""
+    rho: float | None
+    """Spearman's rho between the two (NaN or None: not defined)."""
+
+
+@dataclass(frozen=True)
+class RowUpdateCounts:
+    """In how many of ``batches`` training batches each row got an input- and an output-path gradient."""
+
+    batches: int
+    input_counts: np.ndarray
+    """(V,), rows in frequency order (the vocabulary is sorted by training frequency)."""
+    output_counts: np.ndarray
+
+
+def strategy_colors(names: Sequence[str]) -> dict[str, tuple[float, ...]]:
     """A stable, distinct colour per strategy: tab10 first (tied always blue, untied always orange), then
     the light tab20 shades."""
     tab10, tab20 = plt.get_cmap("tab10"), plt.get_cmap("tab20")
     palette = [tab10(i) for i in range(10)] + [tab20(i) for i in range(1, 20, 2)]
     fixed = {"tied": 0, "untied": 1}
     free = [i for i in range(len(palette)) if i not in fixed.values()]
-    out, k = {}, 0
+    out: dict[str, tuple[float, ...]] = {}
+    k = 0
     for n in names:
         if n in fixed:
             out[n] = palette[fixed[n]]
@@ -44,7 +74,7 @@ def _constant(values: np.ndarray) -> bool:
     return values.size > 0 and float(np.ptp(values)) <= 1e-5 * max(float(np.abs(values).max()), 1e-12)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
@@ -52,7 +82,7 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)):
+def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)) -> tuple[Figure, np.ndarray]:
     cols = min(max_cols, max(n, 1))
     rows = math.ceil(max(n, 1) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
@@ -62,7 +92,9 @@ def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)):
     return fig, flat
 
 
-def _band(steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[float]]):
+def _band(
+    steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[float]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Align seed curves on their common steps -> (steps, mean, min, max)."""
     common = sorted(set.intersection(*(set(s) for s in steps_list))) if steps_list else []
     if not common:
@@ -71,22 +103,22 @@ def _band(steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[
     return np.array(common, dtype=float), stack.mean(0), stack.min(0), stack.max(0)
 
 
-def learning_curves(curves: Mapping[str, Sequence[Mapping]], path: Path, ln_v: float | None = None) -> Path:
+def learning_curves(curves: Mapping[str, Sequence[LossCurves]], path: Path, ln_v: float | None = None) -> Path:
     """Train and valid loss against step, one line per strategy (seed mean) with a min-max band over seeds.
 
-    curves: {strategy: [per seed {"train_steps", "train", "valid_steps", "valid"}]}. The y axis is cut at
-    ln V + 1.5 (a uniform guess is ln V) so that the huge initial losses do not flatten the rest; the
-    step-0 figure shows them whole.
+    curves: {strategy: the curves of its seeds}. The y axis is cut at ln V + 1.5 (a uniform guess is ln V)
+    so that the huge initial losses do not flatten the rest; the step-0 figure shows them whole.
     """
     colors = strategy_colors(list(curves))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
     lo = math.inf
     for ax, key, title in ((axes[0], "train", "train loss"), (axes[1], "valid", "valid loss")):
-        for name, seeds in curves.items():
-            seeds = [s for s in seeds if s.get(key)]
+        for name, runs in curves.items():
+            seeds = [(c.train_steps, c.train) if key == "train" else (c.valid_steps, c.valid) for c in runs]
+            seeds = [(steps, losses) for steps, losses in seeds if losses]
             if not seeds:
                 continue
-            x, m, a, b = _band([s[f"{key}_steps"] for s in seeds], [s[key] for s in seeds])
+            x, m, a, b = _band([steps for steps, _ in seeds], [losses for _, losses in seeds])
             if x.size == 0:
                 continue
             style = "-o" if x.size <= 12 else "-"
@@ -119,13 +151,14 @@ def step0_losses(
     ax.bar(x, means, color=[colors[n] for n in names], alpha=0.85, label="measured (seed mean)")
     for i, n in enumerate(names):
         ax.plot([i] * len(measured[n]), measured[n], "k.", ms=4)
-    px = [i for i, n in enumerate(names) if predicted.get(n) is not None]
+    known = [(i, p) for i, n in enumerate(names) if (p := predicted.get(n)) is not None]
+    px, py = [i for i, _ in known], [p for _, p in known]
     if px:
-        ax.plot(px, [predicted[names[i]] for i in px], "D", color="crimson", ms=7, label="Su's prediction")
+        ax.plot(px, py, "D", color="crimson", ms=7, label="Su's prediction")
     ax.axhline(ln_v, color="grey", ls="--", lw=1.2, label=f"ln V = {ln_v:.2f}")
     ax.set_xticks(x, names, rotation=35, ha="right")
     ax.set_ylabel("loss at step 0 (nats/token)")
-    lows = [v for v in [*means, *[predicted[names[i]] for i in px], ln_v] if v is not None and np.isfinite(v)]
+    lows = [v for v in [*means, *py, ln_v] if np.isfinite(v)]
     highs = [max(measured[n]) for n in names if measured[n]] + lows
     ax.set_ylim(min(lows) - 1.0, max(highs) + 0.5)
     ax.set_title("Loss at step 0 against Su's prediction and ln V")
@@ -134,27 +167,23 @@ def step0_losses(
     return _save(fig, path)
 
 
-def norm_histograms(hists: Mapping[str, Mapping[str, Mapping]], path: Path) -> Path:
-    """Histograms of input- and output-vector norms per strategy (Liu et al., Figure 2).
-
-    hists: {strategy: {"input": norm_histogram(...), "output": norm_histogram(...)}}.
-    """
+def norm_histograms(hists: Mapping[str, NormHistograms], path: Path) -> Path:
+    """Histograms of input- and output-vector norms per strategy (Liu et al., Figure 2)."""
     fig, axes = _grid(len(hists))
     for ax, (name, h) in zip(axes, hists.items()):
-        for side, color in (("input", "tab:blue"), ("output", "tab:red")):
-            if side not in h:
-                continue
-            e = np.asarray(h[side]["edges"])
-            c = np.asarray(h[side]["counts"])
-            if h[side]["max"] - h[side]["min"] <= 1e-5 * max(abs(h[side]["max"]), 1e-12):
+        sides = (("input", h.input, "tab:blue"), ("output", h.output, "tab:red"))
+        for side, hist, color in sides:
+            e = np.asarray(hist.edges)
+            c = np.asarray(hist.counts)
+            if hist.constant:
                 # all norms equal (normalised or fixed rows): one bar, not a histogram of rounding noise
-                m = h[side]["mean"]
+                m = hist.mean
                 ax.bar([m], [int(c.sum())], width=0.02 * max(abs(m), 1e-3), alpha=0.45, color=color,
                        label=f"{side} (all {m:.3f})")  # fmt: skip
                 continue
-            ax.stairs(c, e, fill=True, alpha=0.45, color=color, label=f"{side} (mean {h[side]['mean']:.2f})")
-        if all(h[k]["max"] - h[k]["min"] <= 1e-5 * max(abs(h[k]["max"]), 1e-12) for k in h):
-            m = max(h[k]["mean"] for k in h)
+            ax.stairs(c, e, fill=True, alpha=0.45, color=color, label=f"{side} (mean {hist.mean:.2f})")
+        if all(hist.constant for _, hist, _ in sides):
+            m = max(hist.mean for _, hist, _ in sides)
             ax.set_xlim(0.5 * m, 1.5 * m)
         ax.ticklabel_format(axis="x", useOffset=False)
         ax.set_title(name, fontsize=10)
@@ -166,15 +195,12 @@ def norm_histograms(hists: Mapping[str, Mapping[str, Mapping]], path: Path) -> P
     return _save(fig, path)
 
 
-def norm_vs_frequency(points: Mapping[str, Mapping], path: Path) -> Path:
-    """Output-vector norm against training frequency per strategy, log axes, with Spearman's rho.
-
-    points: {strategy: {"counts": (V,), "norms": (V,), "rho": float}} (tokens with count 0 are dropped).
-    """
+def norm_vs_frequency(points: Mapping[str, FrequencyScatter], path: Path) -> Path:
+    """Output-vector norm against training frequency per strategy, log axes, with Spearman's rho."""
     fig, axes = _grid(len(points))
     for ax, (name, p) in zip(axes, points.items()):
-        c = np.asarray(p["counts"], dtype=float)
-        n = np.asarray(p["norms"], dtype=float)
+        c = np.asarray(p.counts, dtype=float)
+        n = np.asarray(p.norms, dtype=float)
         keep = (c > 0) & (n > 0)
         if _constant(n[keep]):
             n = np.full_like(n, float(np.mean(n[keep])))  # rounding noise is not a norm difference
@@ -185,7 +211,7 @@ def norm_vs_frequency(points: Mapping[str, Mapping], path: Path) -> Path:
         ax.set_xscale("log")
         if keep.any() and float(n[keep].max()) > 10 * float(n[keep].min()):
             ax.set_yscale("log")  # log only when the norms span more than a decade
-        rho = p.get("rho")
+        rho = p.rho
         rho_txt = "n/a (norms constant)" if rho is None or not math.isfinite(rho) else f"{rho:+.2f}"
         ax.set_title(f"{name}: rho = {rho_txt}", fontsize=10)
         ax.set_xlabel("train frequency", fontsize=8)
@@ -195,18 +221,14 @@ def norm_vs_frequency(points: Mapping[str, Mapping], path: Path) -> Path:
     return _save(fig, path)
 
 
-def row_update_frequency(updates: Mapping[str, Mapping], path: Path, bins: int = 20) -> Path:
+def row_update_frequency(updates: Mapping[str, RowUpdateCounts], path: Path, bins: int = 20) -> Path:
     """Share of batches in which a row gets a non-zero gradient, input vs output path, against the row's
-    frequency rank (rows binned by rank; rank 0 = most frequent token).
-
-    updates: {strategy: {"batches": n, "input_counts": (V,), "output_counts": (V,)}} with rows in
-    frequency order (the vocabulary is sorted by train frequency).
-    """
+    frequency rank (rows binned by rank; rank 0 = most frequent token)."""
     fig, axes = _grid(len(updates))
     for ax, (name, u) in zip(axes, updates.items()):
-        n = max(int(u["batches"]), 1)
-        for side, color in (("input", "tab:blue"), ("output", "tab:red")):
-            share = np.asarray(u[f"{side}_counts"], dtype=float) / n
+        n = max(int(u.batches), 1)
+        for side, counts, color in (("input", u.input_counts, "tab:blue"), ("output", u.output_counts, "tab:red")):
+            share = np.asarray(counts, dtype=float) / n
             edges = np.unique(np.geomspace(1, share.size, bins + 1).astype(int))
             ranks = [(a + b) / 2 for a, b in itertools.pairwise(edges)]
             means = [share[a - 1 : b - 1].mean() if b > a else share[a - 1] for a, b in itertools.pairwise(edges)]
@@ -245,14 +267,14 @@ def output_path_shares(records: Mapping[str, np.ndarray], path: Path) -> Path:
     return _save(fig, path)
 
 
-def parameter_counts(counts: Mapping[str, Mapping[str, int]], path: Path) -> Path:
+def parameter_counts(counts: Mapping[str, ParameterCounts], path: Path) -> Path:
     """Learned (strategy / rest of model) and fixed parameters per strategy (Shalev et al., Table 3)."""
     names = list(counts)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(names) + 2), 4.2))
     x = np.arange(len(names))
-    s_l = np.array([counts[n].get("sharing_learned", 0) for n in names], dtype=float) / 1e6
-    rest = np.array([counts[n]["learned"] - counts[n].get("sharing_learned", 0) for n in names], dtype=float) / 1e6
-    fixed = np.array([counts[n].get("fixed", 0) for n in names], dtype=float) / 1e6
+    s_l = np.array([counts[n].sharing_learned for n in names], dtype=float) / 1e6
+    rest = np.array([counts[n].learned - counts[n].sharing_learned for n in names], dtype=float) / 1e6
+    fixed = np.array([counts[n].fixed for n in names], dtype=float) / 1e6
     ax.bar(x, rest, color="tab:gray", label="learned: rest of model")
     ax.bar(x, s_l, bottom=rest, color="tab:blue", label="learned: embedding / output layer")
     if fixed.any():
@@ -282,7 +304,7 @@ def metric_by_strategy(
         err = 0.0 if not math.isfinite(s["half_width"]) else s["half_width"]
         ax.errorbar([i], [s["mean"]], yerr=[err], fmt="s", color=colors[n], ms=7, capsize=4)
         ax.plot([i] * len(values[n]), values[n], "k.", ms=4, alpha=0.7)
-    if values.get(baseline):
+    if baseline is not None and values.get(baseline):
         ax.axhline(float(np.mean(values[baseline])), color=colors[baseline], ls=":", lw=1.2, label=f"{baseline} mean")
         ax.legend(fontsize=8)
     if log:

@@ -3,63 +3,69 @@ tests against the baseline, and example captions of every strategy next to their
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from embtie.analysis.records import CaptioningQuality
+from embtie.comparison.records import RunRecord
 from embtie.reporting import plots
 from embtie.reporting.document import Example, Figure, Gallery, Heading, Table
-from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells
+from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells, seed_values
 
 N_EXAMPLES = 8
 """example images in the report (evenly spaced over the validation images, the same for every strategy)."""
 
 
 def _row(ctx: ReportContext, n: str) -> list[str]:
-    s = ctx.results["summary"][n]
+    s = ctx.comparison.summary[n]
     base = n == ctx.baseline
-    mine = [x for x in ctx.rows if x["strategy"] == n]
-    share = [x["rare_token_share"] for x in mine if x["rare_token_share"] is not None]
+    mine = [x for x in ctx.rows if x.strategy == n]
+    share = [x.rare_token_share for x in mine if x.rare_token_share is not None]
     return [
         n,
-        ci(s["bleu1"], 1),
-        ci(s["bleu"], 2),
-        *delta_cells(ctx.results["bleu_tests"].get(n), base, 2),
-        ci(s["meteor"], 1),
-        ci(s["rouge_l"], 1),
-        ci(s["cider"], 1),
-        ci(s["vu"], 0),
-        *delta_cells(ctx.results.get("vu_tests", {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
+        ci(s.bleu1, 1),
+        ci(s.bleu, 2),
+        *delta_cells(ctx.comparison.bleu_tests.get(n), base, 2),
+        ci(s.meteor, 1),
+        ci(s.rouge_l, 1),
+        ci(s.cider, 1),
+        ci(s.vu, 0),
+        *delta_cells(ctx.comparison.vu_tests.get(n), base, 0, {"better": "more", "worse": "fewer"}),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
     ]
 
 
-def _captioning_runs(ctx: ReportContext) -> list[dict]:
-    return [p for p in ctx.results["per_run"] if p["diag"].get("captioning")]
+def _captioning(p: RunRecord) -> CaptioningQuality | None:
+    return p.diag.captioning
 
 
-def _image_dir(run_dir: str):
+def _image_dir(run_dir: str) -> Path | None:
     """The image folder of a run's config (None when it cannot be read)."""
     from embtie.errors import ConfigError
     from embtie.rundir.loading import read_config
 
     try:
-        return read_config(run_dir).data.images()
+        folder: Path = read_config(run_dir).data.images()
     except (ConfigError, OSError):
         return None
+    return folder
 
 
 def example_gallery(ctx: ReportContext, n: int = N_EXAMPLES) -> Gallery:
     """The captions of ``n`` validation images (evenly spaced) by every strategy's first seed."""
-    runs = {name: ctx.seed0[name] for name in ctx.names if ctx.seed0[name]["diag"].get("captioning")}
-    first = next(iter(runs.values()))
-    names = first["diag"]["captioning"]["examples"]["names"]
+    caps = {name: cap for name in ctx.names if (cap := _captioning(ctx.seed0[name])) is not None}
+    first_name = next(iter(caps))
+    first = caps[first_name]
+    names = first.examples.names
     picks = sorted({int(i) for i in np.linspace(0, len(names) - 1, num=min(n, len(names)))})
-    folder = _image_dir(first["run_dir"])
+    folder = _image_dir(ctx.seed0[first_name].run_dir)
     examples = []
     for i in picks:
         image = folder / names[i] if folder is not None and (folder / names[i]).is_file() else None
-        lines = [(s, r["diag"]["captioning"]["examples"]["hyps"][i]) for s, r in runs.items()]
+        lines = [(s, cap.examples.hyps[i]) for s, cap in caps.items()]
         examples.append(Example(names[i], image, lines))
-    beam = first["diag"]["captioning"]["beam"]
+    beam = first.beam
     caption = (
         f"Captions of {len(picks)} validation images (evenly spaced in the split list), beam {beam}, the first "
         "seed of each strategy (the paper's Figures 3-4)."
@@ -71,11 +77,10 @@ def example_gallery(ctx: ReportContext, n: int = N_EXAMPLES) -> Gallery:
 
 def captions_and_vocab_usage(ctx: ReportContext) -> list[Block]:
     """BLEU-1/4, METEOR, ROUGE-L, CIDEr and VU per strategy with tests vs the baseline; example captions."""
-    runs = _captioning_runs(ctx)
-    if not runs:
+    cap = next((c for p in ctx.comparison.per_run if (c := _captioning(p)) is not None), None)
+    if cap is None:
         return []
-    cap = runs[0]["diag"]["captioning"]
-    ref = cap["reference_vocab_usage"]
+    ref = cap.reference_vocab_usage
     table = Table(
         [
             "strategy",
@@ -94,17 +99,19 @@ def captions_and_vocab_usage(ctx: ReportContext) -> list[Block]:
             "rare-word share",
         ],
         [_row(ctx, n) for n in ctx.names],
-        f"COCO metrics x100 (pycocoevalcap) of beam-{cap['beam']} captions of the {cap['images']} validation "
+        f"COCO metrics x100 (pycocoevalcap) of beam-{cap.beam} captions of the {cap.images} validation "
         "images against their reference captions. Δ and p: paired bootstrap over images (BLEU-4 from sacreBLEU's "
         "statistics on the tokenized text, closest reference length, which matches the COCO scorer to rounding; "
         "VU: distinct words used by the resampled images' captions), the same resampled images for every seed; "
         "p (seeds): Welch's t-test over per-seed values; the verdict needs both below 0.05. VU leaves <unk> out; "
-        f"rare: words seen at most {cap['vocab_usage']['rare_max']} times in the training captions. The "
-        f"reference captions themselves: VU {ref['vu']}, rare share {100 * ref['rare_token_share']:.2f}%.",
+        f"rare: words seen at most {cap.vocab_usage.rare_max} times in the training captions. The "
+        f"reference captions themselves: VU {ref.vu}, rare share {100 * ref.rare_token_share:.2f}%.",
     )
     blocks: list[Block] = [Heading("Captioning: COCO scores and vocabulary usage (Shalev et al., Table 1)"), table]
-    for key, label, name in (("bleu", "BLEU-4", "bleu4.png"), ("vu", "vocabulary usage (distinct words)", "vu.png")):
-        vals = {n: [x[key] for x in ctx.rows if x["strategy"] == n and x[key] is not None] for n in ctx.names}
+    for label, name, vals in (
+        ("BLEU-4", "bleu4.png", seed_values(ctx, lambda x: x.bleu)),
+        ("vocabulary usage (distinct words)", "vu.png", seed_values(ctx, lambda x: x.vu)),
+    ):
         blocks.append(
             Figure(
                 plots.metric_by_strategy(vals, ctx.out_dir / name, label),

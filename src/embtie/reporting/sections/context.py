@@ -1,4 +1,4 @@
-"""What every report section reads: the saved results and the values derived from them once."""
+"""What every report section reads: the comparison and the values derived from it once."""
 
 from __future__ import annotations
 
@@ -8,25 +8,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from embtie.reporting.document import Figure, Gallery, Heading, Table, Text, fmt
-
-Block: TypeAlias = Heading | Text | Table | Figure | Gallery
-"""One block of a ``report.Report``."""
+from embtie.comparison.records import BaselineTest, Comparison, ResultRow, RunRecord, SeedSummary
+from embtie.reporting.document import Block as Block  # the sections' block type, re-exported
+from embtie.reporting.document import fmt
 
 
 @dataclass(frozen=True)
 class ReportContext:
-    results: dict
-    """``embtie.comparison.collect``'s results (what results.json holds)."""
+    comparison: Comparison
+    """``embtie.comparison.collect``'s records (what results.json holds, and the arrays)."""
     out_dir: Path
     """the comparison's folder: the plots are written here."""
     cmd: str
     """the command that reproduces the comparison (figure captions)."""
     names: list[str]
     """the strategies, in report order."""
-    seed0: dict[str, dict]
+    seed0: dict[str, RunRecord]
     """the first seed's run of every strategy (per-run diagnostics are shown for one seed)."""
-    rows: list[dict]
+    rows: list[ResultRow]
     """one row per finished run (results.csv)."""
     baseline: str
     v: int
@@ -40,40 +39,43 @@ Section: TypeAlias = Callable[[ReportContext], list[Block]]
 """A report section: the context in, the section's blocks (heading first) out."""
 
 
-def make_context(results: dict, out_dir: Path) -> ReportContext:
-    seed0 = _seed0(results)
-    any_diag = next(iter(seed0.values()))["diag"]
+def make_context(comparison: Comparison, out_dir: Path) -> ReportContext:
+    seed0 = _seed0(comparison)
+    any_diag = next(iter(seed0.values())).diag
     return ReportContext(
-        results=results,
+        comparison=comparison,
         out_dir=out_dir,
-        cmd=results["command"],
-        names=results["strategies"],
+        cmd=comparison.command,
+        names=comparison.strategies,
         seed0=seed0,
-        rows=results["rows"],
-        baseline=results["baseline"],
-        v=any_diag["vocab_size"],
-        d=any_diag["dim"],
-        ln_v=any_diag["step0"]["ln_v"],
+        rows=comparison.rows,
+        baseline=comparison.baseline,
+        v=any_diag.vocab_size,
+        d=any_diag.dim,
+        ln_v=any_diag.step0.ln_v,
     )
 
 
-def _seed0(results: dict) -> dict[str, dict]:
+def _seed0(comparison: Comparison) -> dict[str, RunRecord]:
     """The first seed's run of every strategy (per-run diagnostics are shown for one seed)."""
-    out: dict[str, dict] = {}
-    for p in sorted(results["per_run"], key=lambda p: p["seed"]):
-        out.setdefault(p["strategy"], p)
+    out: dict[str, RunRecord] = {}
+    for p in sorted(comparison.per_run, key=lambda p: p.seed):
+        out.setdefault(p.strategy, p)
     return out
 
 
-def ci(s: dict, digits: int = 1) -> str:
+def seed_values(ctx: ReportContext, value: Callable[[ResultRow], float | None]) -> dict[str, list[float]]:
+    """Per strategy, the per-seed ``value`` of its rows, rows without it left out."""
+    return {n: [v for x in ctx.rows if x.strategy == n and (v := value(x)) is not None] for n in ctx.names}
+
+
+def ci(s: SeedSummary, digits: int = 1) -> str:
     """A seed summary for a table cell: mean ± std [95% CI]."""
-    if s["n"] == 0:
+    if s.n == 0:
         return "-"
-    if s["n"] == 1 or not math.isfinite(s["half_width"]):
-        return f"{fmt(s['mean'], digits)} (1 seed)"
-    return (
-        f"{fmt(s['mean'], digits)} ± {fmt(s['std'], digits)} [{fmt(s['ci_low'], digits)}, {fmt(s['ci_high'], digits)}]"
-    )
+    if s.n == 1 or not math.isfinite(s.half_width):
+        return f"{fmt(s.mean, digits)} (1 seed)"
+    return f"{fmt(s.mean, digits)} ± {fmt(s.std, digits)} [{fmt(s.ci_low, digits)}, {fmt(s.ci_high, digits)}]"
 
 
 def p_cell(p: float | None) -> str:
@@ -81,13 +83,15 @@ def p_cell(p: float | None) -> str:
     return "-" if p is None or not math.isfinite(p) else f"{p:.3f}"
 
 
-def delta_cells(test: dict | None, is_baseline: bool, digits: int, words: dict[str, str] | None = None) -> list[str]:
+def delta_cells(
+    test: BaselineTest | None, is_baseline: bool, digits: int, words: dict[str, str] | None = None
+) -> list[str]:
     """Δ [CI], p (bootstrap / seeds) and the verdict (renamed by ``words``, e.g. better -> more)."""
     if is_baseline:
         return ["baseline", "-", "-"]
     if test is None:
         return ["-", "-", "-"]
-    lo, hi = test["delta_ci"]
-    delta = f"{test['delta']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-    verdict = (words or {}).get(test["verdict"], test["verdict"])
-    return [delta, f"{test['p_value']:.3f} / {p_cell(test.get('p_seeds'))}", verdict]
+    lo, hi = test.delta_ci
+    delta = f"{test.delta:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    verdict = (words or {}).get(test.verdict, test.verdict)
+    return [delta, f"{test.p_value:.3f} / {p_cell(test.p_seeds)}", verdict]

@@ -3,8 +3,8 @@ quarter, half and all of its training (Su 2023: "convergence speed was the slowe
 
 from __future__ import annotations
 
-from embtie import stats
 from embtie.analysis import convergence
+from embtie.comparison.records import RunRecord, SeedSummary
 from embtie.reporting.document import Heading, Table
 from embtie.reporting.sections.context import Block, ReportContext, ci
 
@@ -13,13 +13,13 @@ MIN_VALIDATIONS = 4
 """the section needs runs validated at least this many times (train.eval_every)."""
 
 
-def _valid(p: dict) -> tuple[list[float], list[float]]:
-    return p["curves"]["valid_steps"], p["curves"]["valid"]
+def _valid(p: RunRecord) -> tuple[list[int], list[float]]:
+    return p.curves.valid_steps, p.curves.valid
 
 
 def steps_to_targets(ctx: ReportContext) -> list[Block]:
     """Per strategy, steps to reach each target loss (mean ± std [95% CI] over seeds that reach it)."""
-    runs = {n: [p for p in ctx.results["per_run"] if p["strategy"] == n] for n in ctx.names}
+    runs = {n: ctx.comparison.runs_of(n) for n in ctx.names}
     base = runs.get(ctx.baseline) or []
     if not base or any(len(_valid(p)[0]) < MIN_VALIDATIONS for ps in runs.values() for p in ps):
         return []
@@ -33,7 +33,7 @@ def steps_to_targets(ctx: ReportContext) -> list[Block]:
         for t in targets:
             reached = [convergence.steps_to_reach(*_valid(p), t) for p in runs[n]]
             got = [r for r in reached if r is not None]
-            cell = ci(stats.seed_summary(got), 0) if got else "not reached"
+            cell = ci(SeedSummary.of(got), 0) if got else "not reached"
             if got and len(got) < len(reached):
                 cell += f" ({len(got)} of {len(reached)} seeds)"
             cells.append(cell)

@@ -9,7 +9,7 @@ from embtie.reporting.sections.context import Block, ReportContext
 
 def learning_curves(ctx: ReportContext) -> list[Block]:
     """Train and valid loss per strategy, seed mean with a min-max band."""
-    curves = {n: [p["curves"] for p in ctx.results["per_run"] if p["strategy"] == n] for n in ctx.names}
+    curves = {n: [p.curves for p in ctx.comparison.runs_of(n)] for n in ctx.names}
     return [
         Heading("Learning curves"),
         Figure(

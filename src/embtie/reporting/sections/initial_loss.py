@@ -6,17 +6,15 @@ import numpy as np
 
 from embtie.reporting import plots
 from embtie.reporting.document import Figure, Heading, Table, fmt
-from embtie.reporting.sections.context import Block, ReportContext
+from embtie.reporting.sections.context import Block, ReportContext, seed_values
 
 
 def step0_loss(ctx: ReportContext) -> list[Block]:
     """Measured step-0 loss (seed mean) against the predicted and refined predicted ones."""
     names, ln_v = ctx.names, ctx.ln_v
-    measured = {
-        n: [x["step0_loss"] for x in ctx.rows if x["strategy"] == n and x["step0_loss"] is not None] for n in names
-    }
-    pred = {n: ctx.seed0[n]["diag"]["step0"]["predicted"] for n in names}
-    refined = {n: ctx.seed0[n]["diag"]["step0"]["predicted_refined"] for n in names}
+    measured = seed_values(ctx, lambda x: x.step0_loss)
+    pred = {n: ctx.seed0[n].diag.step0.predicted for n in names}
+    refined = {n: ctx.seed0[n].diag.step0.predicted_refined for n in names}
     table = Table(
         ["strategy", "measured step-0 loss (seed mean)", "Su's prediction", "refined prediction", "ln V"],
         [

@@ -9,17 +9,17 @@ from embtie.reporting.sections.context import Block, ReportContext
 
 def vector_norms(ctx: ReportContext) -> list[Block]:
     """Mean, spread and range of input- and output-vector norms (seed 0), and their histograms."""
-    hists = {n: ctx.seed0[n]["diag"]["norms"] for n in ctx.names}
+    hists = {n: ctx.seed0[n].diag.norms for n in ctx.names}
     table = Table(
         ["strategy", "input norm mean ± std", "output norm mean ± std", "output min - max"],
         [
             [
                 n,
-                f"{hists[n]['input']['mean']:.3f} ± {hists[n]['input']['std']:.3f}",
-                f"{hists[n]['output']['mean']:.3f} ± {hists[n]['output']['std']:.3f}",
-                f"{hists[n]['output']['min']:.3f} - {hists[n]['output']['max']:.3f}",
+                f"{h.input.mean:.3f} ± {h.input.std:.3f}",
+                f"{h.output.mean:.3f} ± {h.output.std:.3f}",
+                f"{h.output.min:.3f} - {h.output.max:.3f}",
             ]
-            for n in ctx.names
+            for n, h in hists.items()
         ],
         "Effective vectors after training (seed 0): input = what the model is fed (after normalisation and "
         "embed_scale), output = the rows the logits are taken against (all scales folded in).",

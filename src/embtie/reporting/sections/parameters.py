@@ -9,18 +9,18 @@ from embtie.reporting.sections.context import Block, ReportContext
 
 def parameter_counts(ctx: ReportContext) -> list[Block]:
     """Learned (whole model / embedding and output layer) and fixed parameters, and the saving against untied."""
-    pc = {n: ctx.seed0[n]["diag"]["params"] for n in ctx.names}
+    pc = {n: ctx.seed0[n].diag.params for n in ctx.names}
     ref = pc.get("untied", pc.get(ctx.baseline))
     prow = []
     for n in ctx.names:
         c = pc[n]
-        red = (ref["learned"] - c["learned"]) / ref["learned"] if ref else None
+        red = (ref.learned - c.learned) / ref.learned if ref else None
         prow.append(
             [
                 n,
-                fmt(c["learned"]),
-                fmt(c["sharing_learned"]),
-                fmt(c["fixed"]),
+                fmt(c.learned),
+                fmt(c.sharing_learned),
+                fmt(c.fixed),
                 f"{100 * red:.1f}%" if red is not None else "-",
             ]
         )

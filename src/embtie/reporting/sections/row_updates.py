@@ -12,19 +12,16 @@ def row_update_frequency(ctx: ReportContext) -> list[Block]:
     ups = {}
     urows = []
     for n in ctx.names:
-        dg, ar = ctx.seed0[n]["diag"], ctx.seed0[n]["arrays"]
-        ru = dg["row_updates"]
-        ups[n] = {
-            "batches": ru["batches"],
-            "input_counts": ar["input_update_counts"],
-            "output_counts": ar["output_update_counts"],
-        }
+        ru, arrays = ctx.seed0[n].diag.row_updates, ctx.seed0[n].arrays
+        ups[n] = plots.RowUpdateCounts(
+            batches=ru.batches, input_counts=arrays.input_update_counts, output_counts=arrays.output_update_counts
+        )
         urows.append(
             [
                 n,
-                f"{100 * ru['input_rows_per_batch']:.1f}%",
-                f"{100 * ru['output_rows_per_batch']:.1f}%",
-                ", ".join(ru["parameters"]) or "-",
+                f"{100 * ru.input_rows_per_batch:.1f}%",
+                f"{100 * ru.output_rows_per_batch:.1f}%",
+                ", ".join(ru.parameters) or "-",
             ]
         )
     table = Table(
@@ -35,7 +32,7 @@ def row_update_frequency(ctx: ReportContext) -> list[Block]:
             "row parameters",
         ],
         urows,
-        f"Over the first {ups[ctx.names[0]]['batches']} training batches, with the trained weights (seed 0). The "
+        f"Over the first {ups[ctx.names[0]].batches} training batches, with the trained weights (seed 0). The "
         "input path is the gradient through sharing.embed, the output path the one through the output layer; a "
         "fixed classifier's rows are buffers and never get one.",
     )

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from embtie.reporting import plots
 from embtie.reporting.document import Figure, Heading, Table, Text
-from embtie.reporting.sections.context import Block, ReportContext, ci, p_cell
+from embtie.reporting.sections.context import Block, ReportContext, ci, p_cell, seed_values
 
 
 def overview(ctx: ReportContext) -> list[Block]:
     """What was compared, how to reproduce it, and whether the grid is finished."""
-    res = ctx.results
+    res = ctx.comparison
     blocks: list[Block] = []
-    if res["runs_finished"] < res["runs_planned"]:
+    if res.runs_finished < res.runs_planned:
         blocks.append(
             Text(
-                f"Partial report: {res['runs_finished']} of {res['runs_planned']} runs are finished; "
+                f"Partial report: {res.runs_finished} of {res.runs_planned} runs are finished; "
                 "statistics use the seeds finished so far."
             )
         )
     blocks += [
         Text(
-            f"Strategies: {', '.join(ctx.names)}; seeds: {res['seeds']}; vocabulary V = {ctx.v:,}, width d = {ctx.d}. "
+            f"Strategies: {', '.join(ctx.names)}; seeds: {res.seeds}; vocabulary V = {ctx.v:,}, width d = {ctx.d}. "
             f"Reproduce everything (finished runs are skipped, plots are redrawn from saved files): `{ctx.cmd}`"
         ),
         Text(
             "Config overrides on top of the preset, for every run: "
-            + (", ".join(f"`{o}`" for o in res["overrides"]) or "none")
+            + (", ".join(f"`{o}`" for o in res.overrides) or "none")
             + ". Validation perplexities are on the validation tokens the runs evaluate "
             "(all of them unless `data.valid_tokens` limits them)."
         ),
@@ -34,17 +34,17 @@ def overview(ctx: ReportContext) -> list[Block]:
 
 
 def _perplexity_row(ctx: ReportContext, n: str) -> list[str]:
-    s = ctx.results["summary"][n]
-    t = ctx.results["tests"].get(n)
+    s = ctx.comparison.summary[n]
+    t = ctx.comparison.tests.get(n)
     if n == ctx.baseline:
         delta, p, verdict = "baseline", "-", "-"
     elif t is None:
         delta, p, verdict = "-", "-", "no tied baseline in this comparison"
     else:
-        lo, hi = t["delta_ci"]
-        delta = f"{t['delta']:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-        p, verdict = f"{t['p_value']:.3f} / {p_cell(t.get('p_seeds'))}", t["verdict"]
-    return [n, ci(s["valid_ppl"]), delta, p, verdict, ci(s["best_valid_ppl"]), ci(s["step0_loss"], 2)]
+        lo, hi = t.delta_ci
+        delta = f"{t.delta:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+        p, verdict = f"{t.p_value:.3f} / {p_cell(t.p_seeds)}", t.verdict
+    return [n, ci(s.valid_ppl), delta, p, verdict, ci(s.best_valid_ppl), ci(s.step0_loss, 2)]
 
 
 def validation_perplexity(ctx: ReportContext) -> list[Block]:
@@ -67,7 +67,7 @@ def validation_perplexity(ctx: ReportContext) -> list[Block]:
         "'better' or 'worse' only when both are below 0.05 (the seed test where there are >= 2 seeds), "
         "else 'within noise'.",
     )
-    vals = {n: [x["valid_ppl"] for x in ctx.rows if x["strategy"] == n] for n in ctx.names}
+    vals = seed_values(ctx, lambda x: x.valid_ppl)
     figure = Figure(
         plots.metric_by_strategy(vals, ctx.out_dir / "valid_ppl.png", "validation perplexity", log=True),
         "Final validation perplexity per strategy: seed mean with 95% interval, seeds as dots, tied's mean dotted.",
@@ -82,7 +82,7 @@ def throughput(ctx: ReportContext) -> list[Block]:
         Heading("Throughput"),
         Table(
             ["strategy", "training tokens/s (mean ± std [95% CI])"],
-            [[n, ci(ctx.results["summary"][n]["tokens_per_s"], 0)] for n in ctx.names],
+            [[n, ci(ctx.comparison.summary[n].tokens_per_s, 0)] for n in ctx.names],
             "Measured while the runs trained; on a shared machine these numbers are noisy (use bench/ for ratios).",
         ),
     ]

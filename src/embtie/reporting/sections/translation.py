@@ -6,44 +6,51 @@ from collections.abc import Callable
 
 import numpy as np
 
-from embtie import stats
+from embtie.analysis.records import TranslationQuality
+from embtie.comparison.records import SeedSummary
 from embtie.reporting import plots
 from embtie.reporting.document import Figure, Heading, Table
-from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells
+from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells, seed_values
 
 
-def _per_run(ctx: ReportContext, n: str, get: Callable[[dict], float | None]) -> list[float]:
+def _translations(ctx: ReportContext, n: str | None = None) -> list[TranslationQuality]:
+    """The translation diagnostics of the runs (of strategy ``n``), runs without them left out."""
+    runs = ctx.comparison.per_run if n is None else ctx.comparison.runs_of(n)
+    return [mt for p in runs if (mt := p.diag.translation) is not None]
+
+
+def _per_run(ctx: ReportContext, n: str, get: Callable[[TranslationQuality], float | None]) -> list[float]:
     """``get(translation diagnostics)`` of each run of strategy ``n``, runs without the value left out."""
-    vals = (get(p["diag"].get("translation") or {}) for p in ctx.results["per_run"] if p["strategy"] == n)
-    return [v for v in vals if v is not None]
+    return [v for mt in _translations(ctx, n) if (v := get(mt)) is not None]
 
 
 def _bleu_row(ctx: ReportContext, n: str) -> list[str]:
-    s = ctx.results["summary"][n]
+    s = ctx.comparison.summary[n]
     base = n == ctx.baseline
-    mine = [x for x in ctx.rows if x["strategy"] == n]
-    share = [x["rare_token_share"] for x in mine if x["rare_token_share"] is not None]
-    unk = _per_run(ctx, n, lambda mt: mt.get("unk_share"))
-    tok = _per_run(ctx, n, lambda mt: (mt.get("scores") or {}).get("bleu_tok"))
+    share = seed_values(ctx, lambda x: x.rare_token_share)[n]
+    unk = _per_run(ctx, n, lambda mt: mt.unk_share)
+    tok = _per_run(ctx, n, lambda mt: mt.scores.bleu_tok)
     return [
         n,
-        ci(s["bleu"], 2),
-        *delta_cells(ctx.results["bleu_tests"].get(n), base, 2),
-        ci(stats.seed_summary(tok), 2) if tok else "-",
-        ci(s["vu"], 0),
-        *delta_cells((ctx.results.get("vu_tests") or {}).get(n), base, 0, {"better": "more", "worse": "fewer"}),
+        ci(s.bleu, 2),
+        *delta_cells(ctx.comparison.bleu_tests.get(n), base, 2),
+        ci(SeedSummary.of(tok), 2) if tok else "-",
+        ci(s.vu, 0),
+        *delta_cells(ctx.comparison.vu_tests.get(n), base, 0, {"better": "more", "worse": "fewer"}),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
         f"{100 * float(np.mean(unk)):.2f}%" if unk else "-",
     ]
 
 
+def _bleu_form(mt: TranslationQuality | None) -> str:
+    form = None if mt is None else mt.scores.bleu_text
+    return "detokenized" if form is None else form
+
+
 def _bleu_text(ctx: ReportContext) -> str:
     """How BLEU was computed: on detokenized cased text (subword runs) or on the tokenized lowercased words
     (word-level runs, the papers' multi-bleu.perl setting)."""
-    forms = {
-        (p["diag"].get("translation") or {}).get("scores", {}).get("bleu_text", "detokenized")
-        for p in ctx.results["per_run"]
-    }
+    forms = {_bleu_form(p.diag.translation) for p in ctx.comparison.per_run}
     if forms == {"tokenized"}:
         return "sacreBLEU (13a) on the validation split's tokenized, lowercased text (word-level vocabularies)"
     return "sacreBLEU on the validation split (detokenized, cased)"
@@ -51,24 +58,16 @@ def _bleu_text(ctx: ReportContext) -> str:
 
 def _reference_usage_text(ctx: ReportContext) -> str:
     """The vocabulary usage of the references themselves, for the table's caption ('' if unknown)."""
-    ref_vu = next(
-        (
-            p["diag"]["translation"]["reference_vocab_usage"]
-            for p in ctx.results["per_run"]
-            if p["diag"].get("translation")
-        ),
-        None,
-    )
-    return (
-        f" The references themselves: VU {ref_vu['vu']}, rare share {100 * ref_vu['rare_token_share']:.2f}%."
-        if ref_vu
-        else ""
-    )
+    mts = _translations(ctx)
+    if not mts:
+        return ""
+    ref_vu = mts[0].reference_vocab_usage
+    return f" The references themselves: VU {ref_vu.vu}, rare share {100 * ref_vu.rare_token_share:.2f}%."
 
 
 def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
     """BLEU per strategy over seeds, Δ to the baseline, distinct and rare words; nothing for LM runs."""
-    if not any(p["diag"].get("translation") for p in ctx.results["per_run"]):
+    if not _translations(ctx):
         return []
     table = Table(
         [
@@ -95,7 +94,7 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
         "and the seed test); rare: words seen at most 10 times in the training targets; `<unk>` share: of the "
         "output words." + _reference_usage_text(ctx),
     )
-    vals = {n: [x["bleu"] for x in ctx.rows if x["strategy"] == n and x["bleu"] is not None] for n in ctx.names}
+    vals = seed_values(ctx, lambda x: x.bleu)
     figure = Figure(
         plots.metric_by_strategy(vals, ctx.out_dir / "bleu.png", "BLEU"),
         "Validation BLEU per strategy: seed mean with 95% interval, seeds as dots.",

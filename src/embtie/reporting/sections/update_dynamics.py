@@ -4,31 +4,34 @@ and the output-path share of the embedding rows' gradient over training (``train
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from embtie import stats
+from embtie.analysis.update_dynamics import SimilarityRow
+from embtie.comparison.records import SeedSummary
 from embtie.reporting import plots
 from embtie.reporting.document import Figure, Heading, Table, Text
 from embtie.reporting.sections.context import Block, ReportContext, ci
 
 
 def _similarity_table(ctx: ReportContext) -> Table | None:
-    rows = ctx.results.get("update_dynamics") or []
+    rows = ctx.comparison.update_dynamics
     if not rows:
         return None
-    keys = [
-        ("to_input", "all rows"),
-        ("to_output", "all rows"),
-        ("to_input_frequent", "1000 most frequent"),
-        ("to_output_frequent", "1000 most frequent"),
+    columns: list[Callable[[SimilarityRow], float | None]] = [
+        lambda r: r.to_input,
+        lambda r: r.to_output,
+        lambda r: r.to_input_frequent,
+        lambda r: r.to_output_frequent,
     ]
     body = []
     for n in ctx.names:
-        mine = [r for r in rows if r["strategy"] == n]
+        mine = [r for r in rows if r.strategy == n]
         if not mine:
             continue
-        cells = [ci(stats.seed_summary([r[k] for r in mine if k in r]), 3) for k, _ in keys]
-        wins = sum(r["to_output"] > r["to_input"] for r in mine)
+        cells = [ci(SeedSummary.of(column(r) for r in mine), 3) for column in columns]
+        wins = sum(r.to_output > r.to_input for r in mine)
         body.append([n, *cells, f"{wins} of {len(mine)}"])
     return Table(
         [
@@ -53,13 +56,13 @@ def update_dynamics(ctx: ReportContext) -> list[Block]:
     table = _similarity_table(ctx)
     if table is not None:
         blocks.append(table)
-    probed = {n: ctx.seed0[n]["path_shares"]["records"] for n in ctx.names if ctx.seed0[n].get("path_shares")}
-    probed = {n: r for n, r in probed.items() if len(r)}
-    if probed:
+    shares = {n: ps for n in ctx.names if (ps := ctx.seed0[n].path_shares) is not None and len(ps.records)}
+    if shares:
+        probed = {n: ps.records for n, ps in shares.items()}
         final = []
-        for n, rec in probed.items():
-            shares = ctx.seed0[n]["path_shares"]["row_shares"]
-            final.append([n, f"{rec[-1][1]:.1%}", f"{float(np.nanmedian(shares)):.1%}", str(len(rec))])
+        for n, ps in shares.items():
+            rec = ps.records
+            final.append([n, f"{rec[-1][1]:.1%}", f"{float(np.nanmedian(ps.row_shares)):.1%}", str(len(rec))])
         blocks.append(
             Table(
                 [

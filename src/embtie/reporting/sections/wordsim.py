@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-from embtie import stats
+from embtie.analysis.records import WordSimilarity
+from embtie.comparison.records import SeedSummary
 from embtie.reporting.document import Heading, Table, Text, fmt
 from embtie.reporting.sections.context import Block, ReportContext
 
 
 def _cell(values: list[float | None]) -> str:
     """Seed mean of Spearman's rho, with the standard deviation over seeds when there are several."""
-    s = stats.seed_summary([v for v in values if v is not None])
-    if s["n"] == 0:
+    s = SeedSummary.of(values)
+    if s.n == 0:
         return "-"
-    return fmt(s["mean"]) if s["n"] == 1 else f"{fmt(s['mean'])} ± {fmt(s['std'])}"
+    return fmt(s.mean) if s.n == 1 else f"{fmt(s.mean)} ± {fmt(s.std)}"
+
+
+def _rho(bench: WordSimilarity | None, side: str) -> float | None:
+    """rho of one side ("input" or "output") of a benchmark's scores (None when the run lacks it)."""
+    if bench is None:
+        return None
+    return (bench.input if side == "input" else bench.output).rho
 
 
 def word_similarity(ctx: ReportContext) -> list[Block]:
     """Spearman's rho against human judgements per benchmark, output / input vectors (mean ± std over the
     seeds), and coverage."""
     heading = Heading("Word similarity of input vs output vectors (Shalev et al., Table 4)")
-    ws = {n: ctx.seed0[n]["diag"].get("wordsim") for n in ctx.names}
+    ws = {n: ctx.seed0[n].diag.wordsim for n in ctx.names}
     if not all(ws.values()):
         return [
             heading,
@@ -28,19 +36,17 @@ def word_similarity(ctx: ReportContext) -> list[Block]:
                 "target language (the benchmarks are English)."
             ),
         ]
-    benches = list(next(iter(ws.values())))
+    cov = next(iter(ws.values())) or {}
+    benches = list(cov)
     wrows = []
     for n in ctx.names:
-        runs = [p["diag"].get("wordsim") or {} for p in ctx.results["per_run"] if p["strategy"] == n]
+        runs = [p.diag.wordsim or {} for p in ctx.comparison.runs_of(n)]
         cells = [f"{n} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"]
         for b in benches:
-            side = {k: _cell([(r.get(b) or {}).get(k, {}).get("rho") for r in runs]) for k in ("output", "input")}
+            side = {k: _cell([_rho(r.get(b), k) for r in runs]) for k in ("output", "input")}
             cells.append(f"{side['output']} / {side['input']}")
         wrows.append(cells)
-    cov = next(iter(ws.values()))
-    wrows.append(
-        ["coverage (pairs found)"] + [f"{cov[b]['output']['found']}/{cov[b]['output']['total']}" for b in benches]
-    )
+    wrows.append(["coverage (pairs found)"] + [f"{cov[b].output.found}/{cov[b].output.total}" for b in benches])
     table = Table(
         ["strategy", *[f"{b}: output / input" for b in benches]],
         wrows,

@@ -1,0 +1,202 @@
+"""What a comparison trains: the grid of strategies x seeds (``CompareSpec``), its validated runs
+(``plan``), how --strategies is written, and the default job.
+
+Layout of an output folder DIR::
+
+    DIR/runs/<strategy>/seed<k>/      one ``embtie.training.api`` run directory each (+ analysis/)
+    DIR/results.csv, results.json     one row / record per run, and the per-strategy statistics
+    DIR/report.md, report.html, *.png the report (see ``embtie.reporting.comparison_report``)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from embtie.analysis import run_diagnostics
+from embtie.config import RunConfig, load_config
+from embtie.errors import ConfigError
+
+BASELINE = "tied"
+"""the strategy every other one is tested against."""
+
+DEFAULT_PRESET = "ptb-gpt-tiny"
+DEFAULT_STRATEGIES = ("tied", "untied", "l2norm")
+"""The default job: the baseline, untying (Su's first countermeasure, and its parameter cost) and Liu's
+normalisation, whose verdicts at this budget do not change from one base seed to another. ``tied-loginit``
+is left out because its verdict does, and ``fixed`` until its default works behind a final norm
+(docs/fixed-head.md). Compare them with --strategies."""
+DEFAULT_SEEDS = 3
+DEFAULT_JOB_SEEDS = 5
+DEFAULT_OVERRIDES: tuple[str, ...] = (
+    "data.batch_size=16",
+    "data.valid_tokens=20000",
+    "train.max_steps=300",
+    "train.warmup_steps=30",
+    "train.eval_every=50",
+    "train.eval_batches=10",
+    "train.checkpoint_every=300",
+    "train.threads=1",
+)
+"""Applied before the user's overrides when no preset is given: 15 runs (3 strategies x 5 seeds) of 300
+steps of 16 x 64 tokens, validated every 50 steps on 10 batches and at the end on the first 20,000 PTB
+valid tokens; two runs at a time (``--jobs``, one thread each), sized for about 10 minutes on 2 idle
+cores. Five seeds and 300 steps are what it takes for the default strategies' verdicts to hold across
+base seeds (``--first-seed``). One thread per run: on a busy machine, two threads per process are slower
+than one."""
+
+STRATEGY_OPTIONS: dict[str, dict[str, Any]] = {
+    "fixed": {"logit_scale": "learned", "bias": True},
+    "hadamard": {"logit_scale": "learned", "bias": True},
+}
+"""Options given to a strategy in a comparison unless ``sharing.options.*`` overrides say otherwise. A fixed
+classifier with unit-norm rows gets a learned logit scale (Hoffer et al.) and a learned output bias: the
+bias carries the unigram prior that learned heads put into their row norms. The width of the random
+targets (``target_dim``) is the larger lever for language models and is left at the paper's d here
+(docs/fixed-head.md has the measurements)."""
+
+
+@dataclass
+class CompareSpec:
+    preset: str = DEFAULT_PRESET
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    seeds: int = DEFAULT_SEEDS
+    overrides: list[str] = field(default_factory=list)
+    out_dir: Path = Path("runs/compare")
+    first_seed: int = 0
+    """the seeds are first_seed, first_seed + 1, ..., first_seed + seeds - 1."""
+    variants: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """label -> (strategy name, options) for entries of ``strategies`` that are labelled variants
+    (``LABEL=NAME:key=value:...`` on the command line, see ``parse_strategy``)."""
+
+    def strategy_text(self, label: str) -> str:
+        """How ``label`` is written in --strategies."""
+        if label not in self.variants:
+            return label
+        name, opts = self.variants[label]
+        return ":".join([f"{label}={name}", *(f"{k}={_yaml_value(v)}"
+                                              for k, v in opts.items())])  # fmt: skip
+
+    def command(self) -> str:
+        """The shell command that (re)creates this comparison."""
+        listed = ",".join(self.strategy_text(label) for label in self.strategies)
+        parts = ["embtie compare", self.preset, "--strategies", listed, "--seeds", str(self.seeds)]
+        if self.first_seed:
+            parts += ["--first-seed", str(self.first_seed)]
+        parts += ["--out", str(self.out_dir), *self.overrides]
+        return " ".join(parts)
+
+
+@dataclass
+class PlannedRun:
+    strategy: str
+    seed: int
+    run_dir: Path
+    cfg: RunConfig
+
+    @property
+    def trained(self) -> bool:
+        """Training has finished (summary.json says so)."""
+        p = self.run_dir / "summary.json"
+        if not p.is_file():
+            return False
+        try:
+            return bool(json.loads(p.read_text(encoding="utf-8")).get("finished"))
+        except json.JSONDecodeError:
+            return False
+
+    @property
+    def done(self) -> bool:
+        """Trained and analysed: nothing left to do for this run."""
+        return self.trained and run_diagnostics.read(self.run_dir) is not None
+
+
+def run_dir(out_dir: Path, strategy: str, seed: int) -> Path:
+    return Path(out_dir) / "runs" / strategy / f"seed{seed}"
+
+
+def _yaml_value(v: Any) -> str:
+    """``v`` as one shell-safe YAML token (the inverse of ``yaml.safe_load`` in ``parse_strategy``):
+    plain strings as they are, everything else as compact JSON (``[2000,10000]``, ``true``, ``0.5``)."""
+    if isinstance(v, str) and yaml.safe_load(v) == v and " " not in v:
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def split_strategies(text: str) -> list[str]:
+    """The entries of a --strategies list: split on commas outside brackets (``a,b=x:k=[1,2]``)."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    return [i.strip() for i in items if i.strip()]
+
+
+def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
+    """(label, strategy name, options) of one --strategies entry: ``NAME`` or ``LABEL=NAME:key=value:...``
+    (a labelled variant, e.g. ``adaptive-l2norm=adaptive:within=l2norm``; values are YAML)."""
+    head, *opts = item.split(":")
+    label, _, name = head.partition("=")
+    if not name:
+        if opts:
+            raise ConfigError(f"give a label to a strategy with options: LABEL={item} (e.g. {head}-variant={item})")
+        return head, head, {}
+    if not label or not re.fullmatch(r"[A-Za-z0-9_.+-]+", label):
+        raise ConfigError(f"bad strategy label {label!r} in {item!r}: use letters, digits, '-', '_', '.', '+'")
+    options: dict[str, Any] = {}
+    for o in opts:
+        key, eq, value = o.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"{o!r} in {item!r} is not key=value; write LABEL=NAME:key=value:key=value")
+        options[key] = yaml.safe_load(value)
+    return label, name, options
+
+
+def plan(spec: CompareSpec) -> list[PlannedRun]:
+    """Validated configs of every strategy x seed (a ConfigError names the first bad one)."""
+    from embtie import sharing
+
+    if spec.seeds < 1:
+        raise ConfigError(f"--seeds {spec.seeds} must be >= 1")
+    if spec.first_seed < 0:
+        raise ConfigError(f"--first-seed {spec.first_seed} must be >= 0")
+    if not spec.strategies:
+        raise ConfigError("--strategies is empty; give e.g. --strategies tied,untied")
+    for label in spec.strategies:
+        sharing.get(spec.variants.get(label, (label, {}))[0])  # ConfigError listing the valid names
+    if len(set(spec.strategies)) != len(spec.strategies):
+        raise ConfigError(f"--strategies lists a strategy twice: {','.join(spec.strategies)}")
+    user_opts = [o for o in spec.overrides if o.split("=", 1)[0].startswith("sharing.")]
+    if any(o.split("=", 1)[0] == "sharing.name" for o in user_opts):
+        raise ConfigError("do not set sharing.name in a comparison; list strategies with --strategies a,b,c")
+    runs = []
+    for label in spec.strategies:
+        name, variant_opts = spec.variants.get(label, (label, {}))
+        base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
+        # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
+        # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
+        # in their output layer. Options the strategy does not accept (another strategy's own, such
+        # as proj_reg) are dropped.
+        accepted = set(sharing.accepted_options(name))
+        options = {k: v for k, v in base.sharing.options.items() if base.sharing.name == name or k in accepted}
+        for k, v in STRATEGY_OPTIONS.get(name, {}).items():
+            options.setdefault(k, v)
+        options.update(variant_opts)
+        for seed in range(spec.first_seed, spec.first_seed + spec.seeds):
+            cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
+            cfg = cfg.replace(user_opts) if user_opts else cfg
+            cfg = cfg.replace({"train.progress": False})
+            runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg))
+    return runs
+
+

@@ -1,0 +1,225 @@
+"""A comparison as typed records: each run's saved results (``RunRecord``), the rows of results.csv
+(``ResultRow``), per-strategy summaries over seeds (``StrategySummary``), the tests against the baseline
+(``BaselineTest``) and the whole (``Comparison``, which ``to_json`` writes as results.json).
+
+Field order is the key order of results.json (see ``embtie.analysis.json_records``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from embtie import stats
+from embtie.analysis.json_records import Record
+from embtie.analysis.records import RunArrays, RunDiagnostics
+from embtie.analysis.update_dynamics import PathShares, SimilarityRow
+
+
+@dataclass(kw_only=True)
+class TrainingSummary(Record):
+    """What the report reads of a run's ``summary.json`` (written by training; other keys are ignored)."""
+
+    valid_ppl: float | None = None
+    best_valid_ppl: float | None = None
+    valid_loss: float | None = None
+    step0_loss: float | None = None
+    params_learned: int | None = None
+    params_fixed: int | None = None
+    tokens_per_s: float | None = None
+    steps: int | None = None
+    tokens_seen: int | None = None
+    epochs: float | None = None
+    train_time_s: float | None = None
+    device: str | None = None
+
+
+@dataclass(kw_only=True)
+class LossCurves(Record):
+    """Train and valid loss against step (finite values of full or capped validations)."""
+
+    train_steps: list[int]
+    train: list[float]
+    valid_steps: list[int]
+    valid: list[float]
+
+
+@dataclass(kw_only=True)
+class RunRecord:
+    """One finished and analysed run of the comparison, as read from its folder."""
+
+    strategy: str
+    """the comparison's label (the strategy's name, or a variant's label)."""
+    seed: int
+    summary: TrainingSummary
+    diag: RunDiagnostics
+    arrays: RunArrays
+    curves: LossCurves
+    path_shares: PathShares | None
+    run_dir: str
+
+
+@dataclass(kw_only=True)
+class ResultRow(Record):
+    """One run's row of results.csv (the columns are ``CSV_FIELDS``, in another order)."""
+
+    strategy: str
+    seed: int
+    valid_ppl: float | None
+    best_valid_ppl: float | None
+    valid_loss: float | None
+    step0_loss: float | None
+    su_predicted: float
+    ln_v: float
+    params_learned: int | None
+    params_fixed: int | None
+    tokens_per_s: float | None
+    steps: int | None
+    rho_output_norm_freq: float | None
+    rho_input_norm_freq: float | None
+    input_rows_per_batch: float
+    output_rows_per_batch: float
+    run_dir: str
+    bleu: float | None = None
+    """translation: sacreBLEU; captioning: BLEU-4."""
+    chrf: float | None = None
+    vu: int | None = None
+    rare_token_share: float | None = None
+    bleu1: float | None = None
+    meteor: float | None = None
+    rouge_l: float | None = None
+    cider: float | None = None
+
+
+@dataclass(kw_only=True)
+class SeedSummary(Record):
+    """Mean, standard deviation and Student-t 95% interval of per-seed values (NaN where undefined)."""
+
+    n: int
+    mean: float
+    std: float
+    ci_low: float
+    ci_high: float
+    half_width: float
+
+    @classmethod
+    def of(cls, values: Iterable[float | None]) -> SeedSummary:
+        """The summary of the values that are there (None and non-finite values left out)."""
+        return cls(**stats.seed_summary([v for v in values if v is not None]))
+
+
+@dataclass(kw_only=True)
+class StrategySummary(Record):
+    """A strategy's seed summaries of the result columns that are compared."""
+
+    valid_ppl: SeedSummary
+    best_valid_ppl: SeedSummary
+    step0_loss: SeedSummary
+    tokens_per_s: SeedSummary
+    rho_output_norm_freq: SeedSummary
+    bleu: SeedSummary
+    vu: SeedSummary
+    bleu1: SeedSummary
+    meteor: SeedSummary
+    rouge_l: SeedSummary
+    cider: SeedSummary
+
+    @classmethod
+    def of(cls, rows: Sequence[ResultRow]) -> StrategySummary:
+        """The summaries over ``rows`` (one strategy's runs)."""
+        return cls(
+            valid_ppl=SeedSummary.of(r.valid_ppl for r in rows),
+            best_valid_ppl=SeedSummary.of(r.best_valid_ppl for r in rows),
+            step0_loss=SeedSummary.of(r.step0_loss for r in rows),
+            tokens_per_s=SeedSummary.of(r.tokens_per_s for r in rows),
+            rho_output_norm_freq=SeedSummary.of(r.rho_output_norm_freq for r in rows),
+            bleu=SeedSummary.of(r.bleu for r in rows),
+            vu=SeedSummary.of(r.vu for r in rows),
+            bleu1=SeedSummary.of(r.bleu1 for r in rows),
+            meteor=SeedSummary.of(r.meteor for r in rows),
+            rouge_l=SeedSummary.of(r.rouge_l for r in rows),
+            cider=SeedSummary.of(r.cider for r in rows),
+        )
+
+
+@dataclass(kw_only=True)
+class BaselineTest(Record):
+    """A strategy against the baseline: the paired bootstrap over evaluation units (``stats.paired_bootstrap``)
+    combined with Welch's test over per-seed values, and the verdict."""
+
+    system: float
+    baseline: float
+    delta: float
+    """system - baseline (seed means)."""
+    p_value: float
+    """the bootstrap's."""
+    delta_ci: list[float]
+    """95% interval of the resampled delta: [low, high]."""
+    significant: bool
+    n_units: int
+    n_seeds: int
+    n_samples: int
+    p_seeds: float | None
+    """Welch's test over seeds (NaN with fewer than 2 seeds each)."""
+    verdict: str
+    """'better', 'worse' or 'within noise'."""
+
+    @classmethod
+    def of(cls, test: Mapping[str, Any]) -> BaselineTest:
+        return cls(**test)
+
+
+@dataclass(kw_only=True)
+class Comparison:
+    """Everything the report needs, collected from a comparison's saved files."""
+
+    preset: str
+    runs_finished: int
+    runs_planned: int
+    strategies: list[str]
+    seeds: int
+    overrides: list[str]
+    command: str
+    baseline: str
+    rows: list[ResultRow]
+    summary: dict[str, StrategySummary]
+    tests: dict[str, BaselineTest]
+    """perplexity (over validation units)."""
+    bleu_tests: dict[str, BaselineTest]
+    """BLEU (translation) or BLEU-4 (captioning) over sentences or images; {} for language models."""
+    vu_tests: dict[str, BaselineTest]
+    """vocabulary usage over sentences or images; {} for language models."""
+    per_run: list[RunRecord]
+    update_dynamics: list[SimilarityRow]
+
+    def runs_of(self, strategy: str) -> list[RunRecord]:
+        return [p for p in self.per_run if p.strategy == strategy]
+
+    def rows_of(self, strategy: str) -> list[ResultRow]:
+        return [r for r in self.rows if r.strategy == strategy]
+
+    @property
+    def captioning(self) -> bool:
+        """The runs caption images (their BLEU is the COCO scorer's BLEU-4)."""
+        return any(p.diag.captioning is not None for p in self.per_run)
+
+    def to_json(self) -> dict[str, Any]:
+        """results.json: the rows, statistics and tests, and every run's diagnostics (no arrays)."""
+        return {
+            "preset": self.preset,
+            "runs_finished": self.runs_finished,
+            "runs_planned": self.runs_planned,
+            "strategies": self.strategies,
+            "seeds": self.seeds,
+            "overrides": self.overrides,
+            "command": self.command,
+            "baseline": self.baseline,
+            "rows": [r.to_json() for r in self.rows],
+            "summary": {k: s.to_json() for k, s in self.summary.items()},
+            "tests": {k: t.to_json() for k, t in self.tests.items()},
+            "bleu_tests": {k: t.to_json() for k, t in self.bleu_tests.items()},
+            "vu_tests": {k: t.to_json() for k, t in self.vu_tests.items()},
+            "update_dynamics": [r.to_json() for r in self.update_dynamics],
+            # the diagnostics' own "strategy" (the registered name) replaces the label in place
+            "diagnostics": [{"strategy": p.strategy, "seed": p.seed, **p.diag.to_json()} for p in self.per_run],
+        }

@@ -1,0 +1,279 @@
+"""A comparison's results, read from its saved files: every run's records, the rows of results.csv, the
+per-strategy summaries over seeds and the tests against the baseline (``collect``), written as
+results.csv and results.json (``write_tables``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embtie import stats
+from embtie.analysis import frequency, run_diagnostics, update_dynamics
+from embtie.analysis.json_records import json_default
+from embtie.analysis.records import NormFrequency, RunArrays, RunDiagnostics
+from embtie.comparison.plan import BASELINE, CompareSpec, PlannedRun
+from embtie.comparison.records import (
+    BaselineTest,
+    Comparison,
+    LossCurves,
+    ResultRow,
+    RunRecord,
+    StrategySummary,
+    TrainingSummary,
+)
+from embtie.errors import ConfigError
+
+CSV_FIELDS = [
+    "strategy",
+    "seed",
+    "valid_ppl",
+    "best_valid_ppl",
+    "valid_loss",
+    "step0_loss",
+    "su_predicted",
+    "ln_v",
+    "params_learned",
+    "params_fixed",
+    "tokens_per_s",
+    "steps",
+    "rho_output_norm_freq",
+    "rho_input_norm_freq",
+    "input_rows_per_batch",
+    "output_rows_per_batch",
+    "bleu",
+    "chrf",
+    "vu",
+    "rare_token_share",
+    "bleu1",
+    "meteor",
+    "rouge_l",
+    "cider",
+    "run_dir",
+]
+"""the columns of results.csv."""
+
+
+def read_curves(d: Path) -> LossCurves:
+    """Train and valid loss against step from RUN_DIR/metrics.jsonl (only full or capped validations)."""
+    out = LossCurves(train_steps=[], train=[], valid_steps=[], valid=[])
+    p = d / "metrics.jsonl"
+    if not p.is_file():
+        return out
+    for line in p.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        split, loss = rec.get("split"), rec.get("loss")
+        if loss is None or not math.isfinite(loss):
+            continue
+        if split == "train":
+            out.train_steps.append(rec["step"])
+            out.train.append(loss)
+        elif split == "valid":
+            out.valid_steps.append(rec["step"])
+            out.valid.append(loss)
+    return out
+
+
+def finished_runs(runs: list[PlannedRun]) -> list[PlannedRun]:
+    """The runs that are trained and analysed (for a report of an unfinished comparison)."""
+    return [r for r in runs if r.done]
+
+
+def read_run(r: PlannedRun) -> RunRecord:
+    """The saved results of one finished and analysed run."""
+    summary = json.loads((r.run_dir / "summary.json").read_text(encoding="utf-8"))
+    loaded = run_diagnostics.read(r.run_dir)
+    if loaded is None:
+        raise ConfigError(f"{r.run_dir} has no analysis; run `embtie analyze {r.run_dir}` or compare again")
+    diag, arrays = loaded
+    if arrays.counts is not None:  # recomputed from the saved arrays, so the current definition applies
+        diag.norm_frequency = NormFrequency.from_json(
+            {
+                "input": frequency.norm_frequency_correlation(arrays.input_norms, arrays.counts),
+                "output": frequency.norm_frequency_correlation(arrays.output_norms, arrays.counts),
+            }
+        )
+    return RunRecord(
+        strategy=r.strategy,
+        seed=r.seed,
+        summary=TrainingSummary.from_json(summary),
+        diag=diag,
+        arrays=arrays,
+        curves=read_curves(r.run_dir),
+        path_shares=update_dynamics.read_path_shares(r.run_dir),
+        run_dir=str(r.run_dir),
+    )
+
+
+def result_row(p: RunRecord) -> ResultRow:
+    """A run's row of results.csv: training summary, step-0 loss, norm vs frequency, row updates, and the
+    output-quality columns (None where they do not apply)."""
+    s, diag, nf = p.summary, p.diag, p.diag.norm_frequency
+    row = ResultRow(
+        strategy=p.strategy,
+        seed=p.seed,
+        valid_ppl=s.valid_ppl,
+        best_valid_ppl=s.best_valid_ppl,
+        valid_loss=s.valid_loss,
+        step0_loss=s.step0_loss,
+        su_predicted=diag.step0.predicted,
+        ln_v=diag.step0.ln_v,
+        params_learned=s.params_learned,
+        params_fixed=s.params_fixed,
+        tokens_per_s=s.tokens_per_s,
+        steps=s.steps,
+        rho_output_norm_freq=None if nf is None else nf.output.rho,
+        rho_input_norm_freq=None if nf is None else nf.input.rho,
+        input_rows_per_batch=diag.row_updates.input_rows_per_batch,
+        output_rows_per_batch=diag.row_updates.output_rows_per_batch,
+        run_dir=p.run_dir,
+    )
+    _add_quality_columns(row, diag)
+    return row
+
+
+def _add_quality_columns(row: ResultRow, diag: RunDiagnostics) -> None:
+    """Translation (sacreBLEU, chrF) or captioning (BLEU-4 as ``bleu``, BLEU-1, METEOR, ROUGE-L, CIDEr), and
+    vocabulary usage with the rare-word share."""
+    mt, cap = diag.translation, diag.captioning
+    if mt is not None:
+        row.bleu, row.chrf = mt.scores.bleu, mt.scores.chrf
+        row.vu, row.rare_token_share = mt.vocab_usage.vu, mt.vocab_usage.rare_token_share
+    if cap is not None:
+        sc = cap.scores
+        row.bleu, row.bleu1, row.meteor, row.rouge_l, row.cider = sc.bleu4, sc.bleu1, sc.meteor, sc.rouge_l, sc.cider
+        if mt is None:
+            row.vu, row.rare_token_share = cap.vocab_usage.vu, cap.vocab_usage.rare_token_share
+
+
+def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
+    """Everything from the saved files: per-run records and rows, per-strategy statistics, tests vs the
+    baseline."""
+    if not runs:
+        raise ConfigError(f"no finished runs in {spec.out_dir}; run the comparison first (without --report-only)")
+    per_run = [read_run(r) for r in runs]
+    rows = [result_row(p) for p in per_run]
+    strategies = list(dict.fromkeys(r.strategy for r in runs))
+    smooth = "none" if any(p.diag.captioning is not None for p in per_run) else "exp"  # as the COCO scorer
+    return Comparison(
+        preset=spec.preset,
+        runs_finished=len(runs),
+        runs_planned=len(spec.strategies) * spec.seeds,
+        strategies=strategies,
+        seeds=spec.seeds,
+        overrides=spec.overrides,
+        command=spec.command(),
+        baseline=BASELINE,
+        rows=rows,
+        summary={name: StrategySummary.of([x for x in rows if x.strategy == name]) for name in strategies},
+        tests=tests_vs_baseline(
+            per_run, rows, _valid_units, _valid_ppl, stats.perplexity_bootstrap, higher_is_better=False
+        ),
+        bleu_tests=tests_vs_baseline(
+            per_run, rows, _bleu_stats, _bleu, lambda a, b: stats.bleu_bootstrap(a, b, smooth=smooth), True
+        ),
+        vu_tests=tests_vs_baseline(per_run, rows, _word_incidence, _vu, stats.vocab_usage_bootstrap, True),
+        per_run=per_run,
+        update_dynamics=_similarities(spec, per_run),
+    )
+
+
+UnitStatistics = Callable[[RunArrays], np.ndarray | None]
+"""which per-unit statistics of a run a test resamples."""
+SeedValue = Callable[[ResultRow], float | None]
+"""which per-seed value of a run the seed test compares."""
+
+
+def _valid_units(a: RunArrays) -> np.ndarray:
+    return a.valid_units
+
+
+def _bleu_stats(a: RunArrays) -> np.ndarray | None:
+    return a.bleu_stats
+
+
+def _word_incidence(a: RunArrays) -> np.ndarray | None:
+    return a.word_incidence
+
+
+def _valid_ppl(r: ResultRow) -> float | None:
+    return r.valid_ppl
+
+
+def _bleu(r: ResultRow) -> float | None:
+    return r.bleu
+
+
+def _vu(r: ResultRow) -> float | None:
+    return r.vu
+
+
+def _similarities(spec: CompareSpec, per_run: list[RunRecord]) -> list[update_dynamics.SimilarityRow]:
+    """Procrustes similarities of every strategy's input vectors to the untied run of its seed."""
+    if not any(p.strategy == update_dynamics.REFERENCE for p in per_run) or len(per_run) < 2:
+        return []
+    sources = [update_dynamics.SimilaritySource(p.strategy, p.seed, p.run_dir, p.arrays.counts) for p in per_run]
+    return update_dynamics.cached_similarity_rows(spec.out_dir, sources)
+
+
+def _seed_stack(per_run: list[RunRecord], strategy: str, unit_stats: UnitStatistics) -> np.ndarray:
+    """(seeds, units, k) per-unit statistics of a strategy, seeds in order."""
+    arrs = [unit_stats(p.arrays) for p in sorted(per_run, key=lambda p: p.seed) if p.strategy == strategy]
+    present = [a for a in arrs if a is not None]
+    if not present:
+        return np.zeros((0, 0, 2))
+    n = min(a.shape[0] for a in present)
+    return np.stack([a[:n] for a in present])
+
+
+def _seed_values(rows: list[ResultRow], strategy: str, seed_value: SeedValue) -> list[float]:
+    return [v for x in rows if x.strategy == strategy and (v := seed_value(x)) is not None]
+
+
+def tests_vs_baseline(
+    per_run: list[RunRecord],
+    rows: list[ResultRow],
+    unit_stats: UnitStatistics,
+    seed_value: SeedValue,
+    bootstrap: Callable[[np.ndarray, np.ndarray], dict[str, Any]],
+    higher_is_better: bool,
+) -> dict[str, BaselineTest]:
+    """Every strategy against the baseline: ``bootstrap`` over the per-unit statistics ``unit_stats``
+    (paired, the seeds both have), combined with Welch's test over the per-seed values ``seed_value``, and
+    the verdict. {} when the baseline is missing or some run lacks the statistics."""
+    strategies = list(dict.fromkeys(p.strategy for p in per_run))
+    if BASELINE not in strategies or any(unit_stats(p.arrays) is None for p in per_run):
+        return {}
+    base = _seed_stack(per_run, BASELINE, unit_stats)
+    out = {}
+    for name in strategies:
+        mine = _seed_stack(per_run, name, unit_stats)
+        n = min(len(base), len(mine))
+        if name == BASELINE or not n or mine[:n].shape[1:] != base[:n].shape[1:]:
+            continue
+        t = bootstrap(mine[:n], base[:n])
+        p_seeds = stats.seed_t_test(_seed_values(rows, name, seed_value), _seed_values(rows, BASELINE, seed_value))
+        stats.combine_with_seed_test(t, p_seeds)
+        t["verdict"] = stats.verdict(t, higher_is_better=higher_is_better)
+        out[name] = BaselineTest.of(t)
+    return out
+
+
+def write_tables(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
+    """DIR/results.csv (one row per run) and DIR/results.json (rows, statistics, tests; no arrays)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / "results.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        w.writerows(row.to_json() for row in comparison.rows)
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(comparison.to_json(), indent=1, default=json_default), encoding="utf-8")
+    return csv_path, json_path
