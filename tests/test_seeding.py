@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
-from tiny_runs import TINY_GPT_BODY
 
 from embtie import seeding
 from embtie.config import load_config
 from embtie.tasks.lm import LMTask
+from tiny_runs import TINY_GPT_BODY
 
 
 def _body(model: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import comparison_records as cr
 import numpy as np
 import pytest
 
+import comparison_records as cr
 from embtie.analysis.convergence import mean_curve, steps_to_reach, targets_from_baseline
 from embtie.comparison.records import RunRecord
 from embtie.reporting.sections.convergence import steps_to_targets

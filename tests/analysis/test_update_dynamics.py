@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 import torch
-from tiny_runs import TINY_GPT_BODY
 
 from embtie import cli, sharing
 from embtie.analysis import procrustes
 from embtie.analysis.row_updates import split_row_gradients
 from embtie.config import load_config
 from embtie.training import path_shares, train
+from tiny_runs import TINY_GPT_BODY
 
 
 # --------------------------------------------------------------------------- Procrustes

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 from sacrebleu.metrics import BLEU
-from translation_configs import TINY
 
 from embtie import cli
+from translation_configs import TINY
 
 
 @pytest.mark.slow

@@ -5,9 +5,8 @@ from __future__ import annotations
 import csv
 import math
 
-from tiny_runs import TINY_GPT_BODY
-
 from embtie import cli, comparison
+from tiny_runs import TINY_GPT_BODY
 
 OVER = [*TINY_GPT_BODY, "train.max_steps=4", "train.eval_every=2", "train.eval_batches=2", "train.warmup_steps=0"]
 

@@ -12,11 +12,10 @@ import torch
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
-from hf_fsdp_worker import NO_DROPOUT, V
-from torchrun_launch import torchrun
-
 import embtie.hf as eh
 from embtie.hf.tiny import tiny_model
+from hf_fsdp_worker import NO_DROPOUT, V
+from torchrun_launch import torchrun
 
 
 @pytest.fixture(scope="module")

@@ -1,44 +1,56 @@
-"""The report's opening section: the budget and a plain-language summary built from the comparison's
-statistics."""
+"""The report's opening section: the budget and a plain-language summary in the four verdicts (better,
+worse, equivalent within the margin, undecided with the seeds that would decide it), built from the
+per-seed values paired by seed."""
 
 from __future__ import annotations
 
 import comparison_records as cr
-
-from embtie.comparison.records import BaselineTest, TrainingSummary
+from embtie.comparison.records import TrainingSummary
 from embtie.reporting.sections.context import ReportContext
 from embtie.reporting.sections.summary import budget_text, plain_summary
 
+TIED = [200.0, 204.0, 198.0, 202.0, 196.0]
 
-def _ctx(tests: dict[str, BaselineTest], seeds: int = 2) -> ReportContext:
+
+def _ctx(ppl: dict[str, list[float]], seeds: int = 5) -> ReportContext:
     def budget(seed: int) -> TrainingSummary:
         return TrainingSummary(steps=300, tokens_seen=307200, epochs=0.33, train_time_s=50.0 + seed, device="cpu")
 
-    per_run = [cr.run(n, s, summary=budget(s)) for n in ("tied", "untied", "l2norm") for s in range(seeds)]
+    names = ["tied", *ppl]
+    per_run = [cr.run(n, s, summary=budget(s)) for n in names for s in range(seeds)]
+    values = {"tied": TIED[:seeds], **ppl}
+    rows = [cr.result_row(n, s, valid_ppl=values[n][s]) for n in names for s in range(seeds)]
     summary = {"tied": cr.strategy_summary(valid_ppl=cr.seed_summary(200.0, n=seeds))}
-    return cr.context(cr.comparison(per_run, seeds=seeds, tests=tests, summary=summary))
+    return cr.context(cr.comparison(per_run, seeds=seeds, rows=rows, summary=summary))
 
 
 def test_budget_names_steps_tokens_time_and_seeds():
-    text = budget_text(_ctx({}))
+    text = budget_text(_ctx({"l2norm": [t * 0.98 for t in TIED]}, seeds=2))
     assert "300 optimizer steps" in text and "307,200 training tokens" in text and "0.33 epochs" in text
     assert "about 50.5 s" in text and "2 seed(s)" in text  # the median of 50 and 51
 
 
-def test_summary_orders_real_differences_first_and_says_which_are_noise():
-    tests = {"l2norm": cr.baseline_test(-3.0, "within noise", 0.4), "untied": cr.baseline_test(40.0, "worse")}
-    lines = plain_summary(_ctx(tests))
+def test_summary_says_each_verdict_decided_ones_first():
+    ppl = {
+        "noisy": [t * (1 + e) for t, e in zip(TIED, (0.06, -0.01, 0.05, 0.0, 0.05))],
+        "untied": [t * 1.20 + e for t, e in zip(TIED, (0.5, -0.4, 0.2, 0.1, -0.3))],  # +20%, paired: worse
+        "same": [t * (1 + e) for t, e in zip(TIED, (0.0005, -0.0004, 0.0002, -0.0003, 0.0001))],
+    }
+    lines = plain_summary(_ctx(ppl))
     assert lines[0].startswith("Baseline `tied`: perplexity 200")
-    assert lines[1].startswith("`untied` is worse than the baseline: +40.0 perplexity (+20.0%)")
-    assert lines[2].startswith("`l2norm`: -3.0 perplexity (-1.5%)") and "seed test gives p = 0.40" in lines[2]
-    assert lines[-1] == "In short: nothing beat tied; worse: untied; within noise: l2norm."
+    assert lines[1].startswith("`untied` is worse than the baseline: +20.0% perplexity, 95% CI [")
+    assert "over 5 paired seeds (paired t-test, Holm, p" in lines[1]
+    assert lines[2].startswith("`same` is equivalent to the baseline within ±1%: +0.0% perplexity, 90% CI [")
+    assert lines[3].startswith("`noisy`: ") and "undecided" in lines[3] and "paired seeds would decide it" in lines[3]
+    assert lines[-1] == "In short (perplexity, margin ±1%): worse: untied; equivalent: same; undecided: noisy."
 
 
-def test_one_seed_is_said_plainly():
-    lines = plain_summary(_ctx({"l2norm": cr.baseline_test(-3.0, "within noise", None)}, seeds=1))
-    assert "only one seed" in lines[1]
+def test_one_seed_decides_nothing():
+    lines = plain_summary(_ctx({"l2norm": [198.0]}, seeds=1))
+    assert "No strategy has two seeds paired with the baseline's yet" in lines[1]
 
 
 def test_no_baseline():
-    ctx = _ctx({})
+    ctx = _ctx({"l2norm": [t * 0.98 for t in TIED]})
+    ctx.comparison.summary.pop("tied")
     assert "no baseline" in plain_summary(ctx)[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import comparison_records as cr
-
 from embtie.analysis.records import WordSimilarity
 from embtie.comparison.records import RunRecord
 from embtie.reporting.document import Table, Text

@@ -9,7 +9,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from loss_checks import one_thread  # noqa: F401  (autouse fixture)
 
 from embtie import models, sharing
 from embtie.config import load_config
@@ -17,6 +16,7 @@ from embtie.data.lm import Vocab
 from embtie.errors import ConfigError
 from embtie.tasks.lm import LMTask
 from embtie.training.optim import param_groups
+from loss_checks import one_thread  # noqa: F401  (autouse fixture)
 
 V, D, CUT = 40, 16, [6, 18]  # clusters [0, 6), [6, 18), [18, 40) of widths 16, 4, 1
 

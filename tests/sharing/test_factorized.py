@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+from embtie import sharing
+from embtie.errors import ConfigError
+from embtie.sharing import chunked_ce
+from embtie.sharing.head import Head
 from loss_checks import (
     CHUNKED,
     assert_same,
     one_thread,  # noqa: F401  (autouse fixture)
     run_loss,
 )
-
-from embtie import sharing
-from embtie.errors import ConfigError
-from embtie.sharing import chunked_ce
-from embtie.sharing.head import Head
 
 V, D, R, N, CHUNK = 11, 8, 3, 7, 3
 

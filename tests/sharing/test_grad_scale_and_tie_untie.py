@@ -9,13 +9,13 @@ import shutil
 import pytest
 import torch
 from safetensors.torch import load_file
-from tiny_runs import TINY_GPT_BODY
 
 from embtie import sharing
 from embtie.config import load_config
 from embtie.errors import ConfigError
 from embtie.rundir.checkpoints import latest
 from embtie.training import resume, train
+from tiny_runs import TINY_GPT_BODY
 
 V, D = 13, 6
 

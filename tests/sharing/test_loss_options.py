@@ -7,16 +7,16 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+
+from embtie import sharing
+from embtie.errors import ConfigError
+from embtie.sharing import chunked_ce
 from loss_checks import (
     CHUNKED,
     assert_same,
     one_thread,  # noqa: F401  (autouse fixture)
     run_loss,
 )
-
-from embtie import sharing
-from embtie.errors import ConfigError
-from embtie.sharing import chunked_ce
 
 V, D, N, CHUNK = 11, 6, 7, 3
 LAM = 0.05

@@ -32,6 +32,7 @@ from embtie.comparison.records import (
     StrategySummary,
     TrainingSummary,
 )
+from embtie.comparison.verdicts import MetricVerdicts, all_verdicts
 from embtie.reporting.sections.context import ReportContext
 
 V, D = 10, 4
@@ -110,6 +111,15 @@ def baseline_test(delta: float, verdict: str, p_seeds: float | None = 0.01, p_va
                         p_seeds=p_seeds, verdict=verdict)  # fmt: skip
 
 
+def result_row(strategy: str, seed: int, **values: float | None) -> ResultRow:
+    """A results.csv row with the given metric values (the rest empty)."""
+    return ResultRow(strategy=strategy, seed=seed, valid_ppl=values.pop("valid_ppl", None), best_valid_ppl=None,
+                     valid_loss=None, step0_loss=None, su_predicted=NAN, ln_v=NAN, params_learned=None,
+                     params_fixed=None, tokens_per_s=None, steps=None, rho_output_norm_freq=None,
+                     rho_input_norm_freq=None, input_rows_per_batch=NAN, output_rows_per_batch=NAN, run_dir="",
+                     **values)  # fmt: skip
+
+
 def wordsim(out_rho: float, in_rho: float, found: int = 90, total: int = 999) -> WordSimilarity:
     def side(rho: float) -> WordSimCorrelation:
         return WordSimCorrelation(rho=rho, pvalue=NAN, found=found, total=total, coverage=found / total)
@@ -126,12 +136,15 @@ def comparison(
     tests: dict[str, BaselineTest] | None = None,
     bleu_tests: dict[str, BaselineTest] | None = None,
     vu_tests: dict[str, BaselineTest] | None = None,
+    verdicts: dict[str, MetricVerdicts] | None = None,
 ) -> Comparison:
     strategies = list(dict.fromkeys(p.strategy for p in per_run))
     return Comparison(preset="test", runs_finished=len(per_run), runs_planned=len(per_run), strategies=strategies,
                       seeds=seeds, overrides=[], command="cmd", baseline="tied", rows=list(rows),
                       summary=summary or {}, tests=tests or {}, bleu_tests=bleu_tests or {}, vu_tests=vu_tests or {},
-                      per_run=list(per_run), update_dynamics=[])  # fmt: skip
+                      per_run=list(per_run), update_dynamics=[],
+                      verdicts=verdicts if verdicts is not None else all_verdicts(list(rows), "tied"),
+                      seeding={"2": len(per_run)})  # fmt: skip
 
 
 def context(c: Comparison, names: list[str] | None = None) -> ReportContext:

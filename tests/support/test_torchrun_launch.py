@@ -5,6 +5,7 @@ import os
 import textwrap
 
 import pytest
+
 from torchrun_launch import torchrun
 
 WORKER = textwrap.dedent(

@@ -6,13 +6,13 @@ import math
 import os
 
 import pytest
-from tiny_runs import TINY_GPT
 
 from embtie.cli import main
 from embtie.config import load_config
 from embtie.rundir.loading import load_run
 from embtie.training import train
 from embtie.training.metrics_log import read_metrics
+from tiny_runs import TINY_GPT
 
 os.environ.setdefault("EMBTIE_DATA", str(__import__("pathlib").Path(__file__).resolve().parents[3] / "shared/data"))
 

@@ -13,11 +13,11 @@ import hashlib
 
 import pytest
 import torch
-from tiny_runs import TINY_GPT_BODY
-from translation_configs import TINY
 
 from embtie import tasks
 from embtie.config import config_from_dict, load_config
+from tiny_runs import TINY_GPT_BODY
+from translation_configs import TINY
 
 
 def state_digest(model: torch.nn.Module) -> str:

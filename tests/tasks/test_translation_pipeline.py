@@ -6,7 +6,6 @@ import json
 import pytest
 import torch
 from safetensors.torch import save_model
-from translation_configs import TINY
 
 from embtie import sharing
 from embtie.cli import main
@@ -16,6 +15,7 @@ from embtie.rundir import checkpoints
 from embtie.rundir.averaging import average_checkpoints
 from embtie.rundir.loading import load_for_decoding
 from embtie.training import train
+from translation_configs import TINY
 
 
 def tiny_transformer(seed: int) -> TransformerMT:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from tiny_runs import TINY_GPT_BODY
 
 from embtie import runtime
 from embtie.config import load_config
@@ -19,6 +18,7 @@ from embtie.errors import ConfigError
 from embtie.training import train, trainer
 from embtie.training.metrics_log import read_metrics
 from embtie.training.optim import build_optimizer, set_lr
+from tiny_runs import TINY_GPT_BODY
 
 os.environ.setdefault("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))
 COMMON = [*TINY_GPT_BODY, "train.eval_every=0", "train.checkpoint_every=4", "train.warmup_steps=0"]

@@ -9,7 +9,6 @@ import torch
 import torch.distributed as dist
 from safetensors.torch import load_file
 from torch.nn.parallel import DistributedDataParallel
-from torchrun_launch import torchrun
 
 from embtie.config import load_config
 from embtie.rundir.checkpoints import latest
@@ -18,6 +17,7 @@ from embtie.training import train
 from embtie.training.metrics_log import read_metrics
 from embtie.training.objective import Objective
 from embtie.training.optim import build_optimizer
+from torchrun_launch import torchrun
 
 DATA = os.environ.get("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))
 OVERRIDES = [

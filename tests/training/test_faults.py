@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from tiny_runs import TINY_GPT_BODY
 
 from embtie.cli import main
 from embtie.config import load_config
@@ -24,6 +23,7 @@ from embtie.rundir import checkpoints
 from embtie.rundir.checkpoints import CheckpointError
 from embtie.training import objective, train
 from embtie.training.nonfinite import NonFiniteError
+from tiny_runs import TINY_GPT_BODY
 
 DATA = os.environ.setdefault("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))
 TINY = [

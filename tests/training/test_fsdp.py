@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from fsdp_worker import config
 from safetensors.torch import load_file
-from torchrun_launch import torchrun
 
 from embtie.rundir.checkpoints import latest, load_state
 from embtie.rundir.loading import load_run
@@ -20,6 +18,8 @@ from embtie.tasks import get as get_task
 from embtie.training import train
 from embtie.training.metrics_log import read_metrics
 from embtie.training.objective import Objective
+from fsdp_worker import config
+from torchrun_launch import torchrun
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 DATA = os.environ.get("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))

@@ -1,11 +1,11 @@
 """With TensorBoard installed, training also writes the metrics as TensorBoard scalars."""
 
 import pytest
-from tiny_runs import TINY_GPT
 
 from embtie.config import load_config
 from embtie.training import train
 from embtie.training.metrics_log import read_metrics
+from tiny_runs import TINY_GPT
 
 pytest.importorskip("tensorboard")
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from tiny_runs import TINY_GPT_BODY
 
 from embtie.config import TrainConfig, load_config
 from embtie.errors import ConfigError
@@ -18,6 +17,7 @@ from embtie.rundir.loading import load_for_decoding
 from embtie.training import monitor, train, trainer
 from embtie.training.metrics_log import read_metrics
 from embtie.training.state import TrainState
+from tiny_runs import TINY_GPT_BODY
 
 os.environ.setdefault("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))
 LM = [

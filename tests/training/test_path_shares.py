@@ -8,11 +8,11 @@ import copy
 
 import numpy as np
 import torch
-from translation_configs import TINY
 
 from embtie.config import config_from_dict
 from embtie.tasks.translation import TranslationTask
 from embtie.training.path_shares import PathShareProbe, frequency_bands
+from translation_configs import TINY
 
 
 def test_translation_probe_bands_follow_target_training_counts(tmp_path):

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from embtie.comparison import CompareSpec
 
 HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
 DESCRIPTION = (
@@ -52,6 +57,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="train this many runs at once, each in its own process (e.g. one per CPU core with "
         "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
     )
+    parser.add_argument(
+        "--margin",
+        default=None,
+        metavar="METRIC=VALUE[%],...",
+        help="margins of practical equivalence: a strategy is 'equivalent' to tied when its paired-seed interval "
+        "lies inside ± the margin (defaults: valid_ppl=1%%,bleu=0.5,vu=5%%; %% = percent of tied's value)",
+    )
+    parser.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="add seeds in rounds until every strategy is better, worse or equivalent to tied on the primary "
+        "metric (perplexity, or BLEU for translation/captioning), or --max-seeds is reached; --seeds is the "
+        "first round (default 4). Error rates hold under this optional stopping (alpha spent over the looks)",
+    )
+    parser.add_argument("--max-seeds", type=int, default=10, help="the last look of --until-decided (default 10)")
+    parser.add_argument(
+        "--seeds-per-round", type=int, default=2, help="seeds added per round of --until-decided (default 2)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
@@ -72,9 +95,10 @@ def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     return preset, items
 
 
-def run(args: argparse.Namespace) -> int:
+def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
+    """The comparison the arguments ask for, and whether it is the default job."""
     from embtie import comparison, sharing
-    from embtie.reporting import comparison_report, document
+    from embtie.decisions import DEFAULT_MARGINS, SequentialDesign, parse_margins
 
     preset, overrides = _split_preset(args)
     default_job = preset is None
@@ -88,28 +112,49 @@ def run(args: argparse.Namespace) -> int:
     else:
         strategies = comparison.split_strategies(args.strategies)
     parsed = [comparison.parse_strategy(item) for item in strategies]
-    strategies = [label for label, _, _ in parsed]
-    variants = {label: (name, opts) for label, name, opts in parsed if label != name or opts}
-    out = Path(args.out) if args.out else Path("runs") / f"compare-{Path(preset).stem}"
+    design = None
+    if args.until_decided:
+        first = args.seeds if args.seeds is not None else SequentialDesign.first
+        design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=args.max_seeds)
+    default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
         preset=preset,
-        strategies=strategies,
-        seeds=args.seeds or (comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS),
+        strategies=[label for label, _, _ in parsed],
+        seeds=design.first if design else (args.seeds if args.seeds is not None else default_seeds),
         first_seed=args.first_seed,
-        variants=variants,
+        variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,
-        out_dir=out,
+        out_dir=Path(args.out) if args.out else Path("runs") / f"compare-{Path(preset).stem}",
+        margins={k: m for k, m in parse_margins(args.margin).items() if DEFAULT_MARGINS[k] != m},
+        design=design,
     )
+    return spec, default_job
+
+
+def run(args: argparse.Namespace) -> int:
+    from embtie import comparison
+    from embtie.comparison import rounds
+    from embtie.reporting import comparison_report, document
+
+    spec, default_job = _spec(args)
+    out = spec.out_dir
     t0 = time.perf_counter()
-    if args.report_only:
+    jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
+    if spec.design is not None:
+        counts = rounds.settled_counts(spec) if args.report_only else rounds.run_until_decided(
+            spec, progress=not args.no_progress, jobs=jobs
+        )
+        spec = replace(spec, seed_counts=counts)
+        runs = comparison.finished_runs(comparison.plan(spec))
+    elif args.report_only:
         runs = comparison.finished_runs(comparison.plan(spec))
     else:
-        jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
         runs = comparison.execute(spec, progress=not args.no_progress, jobs=jobs)
     results = comparison.collect(spec, runs)
     csv_path, json_path = comparison.write_tables(results, out)
     md, page = document.write(comparison_report.build(results, out), out)
-    print(f"compared {len(strategies)} strategies x {spec.seeds} seeds in {time.perf_counter() - t0:.0f} s")
+    seeds = "/".join(str(spec.seeds_of(s)) for s in spec.strategies) if spec.seed_counts else str(spec.seeds)
+    print(f"compared {len(spec.strategies)} strategies x {seeds} seeds in {time.perf_counter() - t0:.0f} s")
     print(f"report: {page.resolve()}")
     print(f"        {md.resolve()}")
     print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")

@@ -20,6 +20,7 @@ import yaml
 
 from embtie.analysis import run_diagnostics
 from embtie.config import RunConfig, load_config
+from embtie.decisions import Margin, SequentialDesign
 from embtie.errors import ConfigError
 
 BASELINE = "tied"
@@ -73,6 +74,15 @@ class CompareSpec:
     variants: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """label -> (strategy name, options) for entries of ``strategies`` that are labelled variants
     (``LABEL=NAME:key=value:...`` on the command line, see ``parse_strategy``)."""
+    margins: dict[str, Margin] = field(default_factory=dict)
+    """margins of practical equivalence that differ from ``DEFAULT_MARGINS`` (``--margin``)."""
+    design: SequentialDesign | None = None
+    """the sequential design of ``--until-decided`` (None: every seed at once, one look)."""
+    seed_counts: dict[str, int] = field(default_factory=dict)
+    """seeds of a strategy when they differ from ``seeds`` (the rounds of a sequential design)."""
+
+    def seeds_of(self, label: str) -> int:
+        return self.seed_counts.get(label, self.seeds)
 
     def strategy_text(self, label: str) -> str:
         """How ``label`` is written in --strategies."""
@@ -88,6 +98,12 @@ class CompareSpec:
         parts = ["embtie compare", self.preset, "--strategies", listed, "--seeds", str(self.seeds)]
         if self.first_seed:
             parts += ["--first-seed", str(self.first_seed)]
+        if self.design is not None:
+            parts += ["--until-decided", "--max-seeds", str(self.design.max_seeds)]
+            if self.design.step != SequentialDesign.step:
+                parts += ["--seeds-per-round", str(self.design.step)]
+        if self.margins:
+            parts += ["--margin", ",".join(f"{k}={m.spec()}" for k, m in self.margins.items())]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 
@@ -192,7 +208,7 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
         for k, v in STRATEGY_OPTIONS.get(name, {}).items():
             options.setdefault(k, v)
         options.update(variant_opts)
-        for seed in range(spec.first_seed, spec.first_seed + spec.seeds):
+        for seed in range(spec.first_seed, spec.first_seed + spec.seeds_of(label)):
             cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace({"train.progress": False})

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from embtie import stats
 from embtie.analysis.json_records import Record
 from embtie.analysis.records import RunArrays, RunDiagnostics
 from embtie.analysis.update_dynamics import PathShares, SimilarityRow
+
+if TYPE_CHECKING:
+    from embtie.comparison.verdicts import MetricVerdicts
 
 
 @dataclass(kw_only=True)
@@ -32,6 +35,8 @@ class TrainingSummary(Record):
     epochs: float | None = None
     train_time_s: float | None = None
     device: str | None = None
+    seeding: int | None = None
+    """the seeding scheme (``embtie.seeding``); None: scheme 1, written before schemes were recorded."""
 
 
 @dataclass(kw_only=True)
@@ -191,6 +196,10 @@ class Comparison:
     """vocabulary usage over sentences or images; {} for language models."""
     per_run: list[RunRecord]
     update_dynamics: list[SimilarityRow]
+    verdicts: dict[str, MetricVerdicts]
+    """tested metric -> every strategy's verdict against the baseline, from paired seeds."""
+    seeding: dict[str, int]
+    """seeding scheme -> runs trained with it (e.g. {"2": 15})."""
 
     def runs_of(self, strategy: str) -> list[RunRecord]:
         return [p for p in self.per_run if p.strategy == strategy]
@@ -219,6 +228,8 @@ class Comparison:
             "tests": {k: t.to_json() for k, t in self.tests.items()},
             "bleu_tests": {k: t.to_json() for k, t in self.bleu_tests.items()},
             "vu_tests": {k: t.to_json() for k, t in self.vu_tests.items()},
+            "verdicts": {k: v.to_json() for k, v in self.verdicts.items()},
+            "seeding": self.seeding,
             "update_dynamics": [r.to_json() for r in self.update_dynamics],
             # the diagnostics' own "strategy" (the registered name) replaces the label in place
             "diagnostics": [{"strategy": p.strategy, "seed": p.seed, **p.diag.to_json()} for p in self.per_run],

@@ -7,13 +7,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from embtie import stats
+from embtie import seeding, stats
 from embtie.analysis import frequency, run_diagnostics, update_dynamics
 from embtie.analysis.json_records import json_default
 from embtie.analysis.records import NormFrequency, RunArrays, RunDiagnostics
@@ -27,6 +28,7 @@ from embtie.comparison.records import (
     StrategySummary,
     TrainingSummary,
 )
+from embtie.comparison.verdicts import all_verdicts
 from embtie.errors import ConfigError
 
 CSV_FIELDS = [
@@ -165,7 +167,7 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
     return Comparison(
         preset=spec.preset,
         runs_finished=len(runs),
-        runs_planned=len(spec.strategies) * spec.seeds,
+        runs_planned=sum(spec.seeds_of(s) for s in spec.strategies),
         strategies=strategies,
         seeds=spec.seeds,
         overrides=spec.overrides,
@@ -182,7 +184,15 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
         vu_tests=tests_vs_baseline(per_run, rows, _word_incidence, _vu, stats.vocab_usage_bootstrap, True),
         per_run=per_run,
         update_dynamics=_similarities(spec, per_run),
+        verdicts=all_verdicts(rows, BASELINE, spec.margins, spec.design),
+        seeding=_seeding_schemes(per_run),
     )
+
+
+def _seeding_schemes(per_run: list[RunRecord]) -> dict[str, int]:
+    """seeding scheme -> number of runs (scheme 1 for summaries that record none)."""
+    schemes = Counter(str(p.summary.seeding or seeding.LEGACY_SCHEME) for p in per_run)
+    return dict(sorted(schemes.items()))
 
 
 UnitStatistics = Callable[[RunArrays], np.ndarray | None]

@@ -23,7 +23,12 @@ class Margin:
             raise ConfigError(f"a margin must be > 0, got {self.value}")
 
     def text(self) -> str:
-        return f"±{self.value:g}%" if self.relative else f"±{self.value:g}"
+        """For a report: ``±1%`` or ``±0.5``."""
+        return f"±{self.spec()}"
+
+    def spec(self) -> str:
+        """As ``--margin`` takes it: ``1%`` or ``0.5``."""
+        return f"{self.value:g}%" if self.relative else f"{self.value:g}"
 
 
 DEFAULT_MARGINS: dict[str, Margin] = {

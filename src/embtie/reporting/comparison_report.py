@@ -24,10 +24,12 @@ from embtie.reporting.sections.statistics import overview, throughput, validatio
 from embtie.reporting.sections.summary import summary
 from embtie.reporting.sections.translation import bleu_and_vocab_usage
 from embtie.reporting.sections.update_dynamics import update_dynamics
+from embtie.reporting.sections.verdicts import verdicts
 from embtie.reporting.sections.wordsim import word_similarity
 
 SECTIONS: list[Section] = [
     summary,
+    verdicts,
     overview,
     validation_perplexity,
     bleu_and_vocab_usage,  # translation runs only

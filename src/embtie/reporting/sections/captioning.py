@@ -11,7 +11,7 @@ from embtie.analysis.records import CaptioningQuality
 from embtie.comparison.records import RunRecord
 from embtie.reporting import plots
 from embtie.reporting.document import Example, Figure, Gallery, Heading, Table
-from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells, seed_values
+from embtie.reporting.sections.context import MORE_FEWER, Block, ReportContext, ci, delta_cells, seed_values
 
 N_EXAMPLES = 8
 """example images in the report (evenly spaced over the validation images, the same for every strategy)."""
@@ -19,19 +19,18 @@ N_EXAMPLES = 8
 
 def _row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.comparison.summary[n]
-    base = n == ctx.baseline
     mine = [x for x in ctx.rows if x.strategy == n]
     share = [x.rare_token_share for x in mine if x.rare_token_share is not None]
     return [
         n,
         ci(s.bleu1, 1),
         ci(s.bleu, 2),
-        *delta_cells(ctx.comparison.bleu_tests.get(n), base, 2),
+        *delta_cells(ctx, "bleu", ctx.comparison.bleu_tests.get(n), n, 2),
         ci(s.meteor, 1),
         ci(s.rouge_l, 1),
         ci(s.cider, 1),
         ci(s.vu, 0),
-        *delta_cells(ctx.comparison.vu_tests.get(n), base, 0, {"better": "more", "worse": "fewer"}),
+        *delta_cells(ctx, "vu", ctx.comparison.vu_tests.get(n), n, 0, MORE_FEWER),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
     ]
 
@@ -87,14 +86,14 @@ def captions_and_vocab_usage(ctx: ReportContext) -> list[Block]:
             "BLEU-1",
             "BLEU-4: mean ± std [95% CI]",
             "Δ BLEU-4 vs tied [95% CI]",
-            "p: bootstrap / seeds",
+            "p: bootstrap / paired seeds",
             "verdict",
             "METEOR",
             "ROUGE-L",
             "CIDEr",
             "VU (distinct words)",
             "Δ VU vs tied [95% CI]",
-            "p: bootstrap / seeds",
+            "p: bootstrap / paired seeds",
             "verdict",
             "rare-word share",
         ],
@@ -103,7 +102,8 @@ def captions_and_vocab_usage(ctx: ReportContext) -> list[Block]:
         "images against their reference captions. Δ and p: paired bootstrap over images (BLEU-4 from sacreBLEU's "
         "statistics on the tokenized text, closest reference length, which matches the COCO scorer to rounding; "
         "VU: distinct words used by the resampled images' captions), the same resampled images for every seed; "
-        "p (seeds): Welch's t-test over per-seed values; the verdict needs both below 0.05. VU leaves <unk> out; "
+        "p (paired seeds): the paired t-test over seeds, Holm-corrected; the verdict comes from the paired seeds "
+        "(section Verdicts). VU leaves <unk> out; "
         f"rare: words seen at most {cap.vocab_usage.rare_max} times in the training captions. The "
         f"reference captions themselves: VU {ref.vu}, rare share {100 * ref.rare_token_share:.2f}%.",
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from embtie.comparison.records import BaselineTest, Comparison, ResultRow, RunRecord, SeedSummary
+from embtie.decisions import Decision
 from embtie.reporting.document import Block as Block  # the sections' block type, re-exported
 from embtie.reporting.document import fmt
 
@@ -79,19 +80,48 @@ def ci(s: SeedSummary, digits: int = 1) -> str:
 
 
 def p_cell(p: float | None) -> str:
-    """A p-value for a table cell ('-' when the test could not be run, e.g. one seed)."""
-    return "-" if p is None or not math.isfinite(p) else f"{p:.3f}"
+    """A p-value, the one way reports print them: three decimals, '< 0.001' below that, '-' when the
+    test could not be run (e.g. one seed)."""
+    if p is None or not math.isfinite(p):
+        return "-"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+MORE_FEWER = {"better": "more", "worse": "fewer"}
+"""verdict words for vocabulary usage, where 'more distinct words' is not a judgement."""
+
+
+def decision(ctx: ReportContext, metric: str, strategy: str) -> Decision | None:
+    """The verdict of ``strategy`` against the baseline on ``metric`` (None: not tested)."""
+    v = ctx.comparison.verdicts.get(metric)
+    return None if v is None else v.decision(strategy)
+
+
+def verdict_cell(ctx: ReportContext, metric: str, strategy: str, words: dict[str, str] | None = None) -> str:
+    """The verdict for a table cell (renamed by ``words``, e.g. better -> more), with the margin of an
+    equivalence."""
+    d = decision(ctx, metric, strategy)
+    if d is None:
+        return "-"
+    text = (words or {}).get(d.verdict, d.verdict)
+    return f"{text} (±{d.margin:g}{'%' if d.relative else ''})" if d.verdict == "equivalent" else text
 
 
 def delta_cells(
-    test: BaselineTest | None, is_baseline: bool, digits: int, words: dict[str, str] | None = None
+    ctx: ReportContext,
+    metric: str,
+    test: BaselineTest | None,
+    strategy: str,
+    digits: int,
+    words: dict[str, str] | None = None,
 ) -> list[str]:
-    """Δ [CI], p (bootstrap / seeds) and the verdict (renamed by ``words``, e.g. better -> more)."""
-    if is_baseline:
+    """Δ [CI] (bootstrap), p (bootstrap / paired seeds, Holm) and the verdict of ``metric``."""
+    if strategy == ctx.baseline:
         return ["baseline", "-", "-"]
     if test is None:
         return ["-", "-", "-"]
     lo, hi = test.delta_ci
     delta = f"{test.delta:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-    verdict = (words or {}).get(test.verdict, test.verdict)
-    return [delta, f"{test.p_value:.3f} / {p_cell(test.p_seeds)}", verdict]
+    d = decision(ctx, metric, strategy)
+    p_seeds = None if d is None else d.p_difference_holm
+    return [delta, f"{p_cell(test.p_value)} / {p_cell(p_seeds)}", verdict_cell(ctx, metric, strategy, words)]

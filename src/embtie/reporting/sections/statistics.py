@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from embtie.reporting import plots
 from embtie.reporting.document import Figure, Heading, Table, Text
-from embtie.reporting.sections.context import Block, ReportContext, ci, p_cell, seed_values
+from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells, seed_values
 
 
 def overview(ctx: ReportContext) -> list[Block]:
@@ -36,15 +36,11 @@ def overview(ctx: ReportContext) -> list[Block]:
 def _perplexity_row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.comparison.summary[n]
     t = ctx.comparison.tests.get(n)
-    if n == ctx.baseline:
-        delta, p, verdict = "baseline", "-", "-"
-    elif t is None:
-        delta, p, verdict = "-", "-", "no tied baseline in this comparison"
+    if t is None and n != ctx.baseline:
+        cells = ["-", "-", "no tied baseline in this comparison"]
     else:
-        lo, hi = t.delta_ci
-        delta = f"{t.delta:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-        p, verdict = f"{t.p_value:.3f} / {p_cell(t.p_seeds)}", t.verdict
-    return [n, ci(s.valid_ppl), delta, p, verdict, ci(s.best_valid_ppl), ci(s.step0_loss, 2)]
+        cells = delta_cells(ctx, "valid_ppl", t, n, 1)
+    return [n, ci(s.valid_ppl), *cells, ci(s.best_valid_ppl), ci(s.step0_loss, 2)]
 
 
 def validation_perplexity(ctx: ReportContext) -> list[Block]:
@@ -54,7 +50,7 @@ def validation_perplexity(ctx: ReportContext) -> list[Block]:
             "strategy",
             "valid ppl: mean ± std [95% CI]",
             "Δ ppl vs tied [95% CI]",
-            "p: bootstrap / seeds",
+            "p: bootstrap / paired seeds",
             "verdict",
             "best valid ppl",
             "step-0 loss",
@@ -63,9 +59,8 @@ def validation_perplexity(ctx: ReportContext) -> list[Block]:
         "Mean, standard deviation and Student-t 95% interval over seeds. Δ and p: paired bootstrap "
         "(1000 resamples, sacrebleu's test statistic) over the validation batches, seed means compared "
         "(over the seeds both strategies have finished); it sees the noise of the evaluation sample only. "
-        "p (seeds): Welch's t-test over the per-seed values, the noise of training. The verdict is "
-        "'better' or 'worse' only when both are below 0.05 (the seed test where there are >= 2 seeds), "
-        "else 'within noise'.",
+        "p (paired seeds): the paired t-test over seeds (Holm-corrected over the strategies), the noise of "
+        "training; the verdict comes from the paired seeds (section Verdicts).",
     )
     vals = seed_values(ctx, lambda x: x.valid_ppl)
     figure = Figure(

@@ -7,9 +7,12 @@ import math
 import statistics
 from collections.abc import Callable
 
-from embtie.comparison.records import BaselineTest, SeedSummary, StrategySummary
+from embtie.comparison.records import SeedSummary, StrategySummary
+from embtie.comparison.verdicts import MetricVerdicts, primary_metric
+from embtie.decisions import Decision
+from embtie.decisions.verdict import VERDICTS
 from embtie.reporting.document import Heading, Text, fmt
-from embtie.reporting.sections.context import Block, ReportContext
+from embtie.reporting.sections.context import Block, ReportContext, p_cell
 
 
 def _median(values: list[float | int | None]) -> float | None:
@@ -28,66 +31,85 @@ def budget_text(ctx: ReportContext) -> str:
     if epochs is not None:
         parts.append(f"{epochs:.2g} epochs of the training data")
     when = f", about {secs:.3g} s of training each on {sums[0].device or '?'}" if secs else ""
+    per = sorted({len(ctx.comparison.runs_of(n)) for n in ctx.names})
+    seeds = f"{per[0]}" if len(per) == 1 else f"{per[0]}-{per[-1]}"
     return (
-        f"Budget: every run trained {', '.join(parts)}{when}; {ctx.comparison.seeds} seed(s) per strategy. "
+        f"Budget: every run trained {', '.join(parts)}{when}; {seeds} seed(s) per strategy. "
         "Everything below describes models at this budget, not converged ones: a longer run can change the ranking."
     )
 
 
-def _sentence(
-    name: str, test: BaselineTest, metric: str, base_value: float, verdicts: dict[str, str] | None = None
-) -> str:
-    """One strategy against the baseline; ``verdicts`` rewords 'better'/'worse' (e.g. 'uses more ... than')."""
-    lo, hi = test.delta_ci
-    rel = test.delta / base_value if base_value else float("nan")
-    size = f"{test.delta:+.{1 if metric == 'perplexity' else 2}f} {metric} ({rel:+.1%})"
-    ci = f"95% CI [{lo:+.1f}, {hi:+.1f}]"
-    if test.verdict in ("better", "worse"):
-        said = (verdicts or {}).get(test.verdict, f"is {test.verdict} than")
-        return f"`{name}` {said} the baseline: {size}, {ci}; both tests agree (p < 0.05)."
-    p_seeds = test.p_seeds
-    why = (
-        "only one seed, so training noise is not measured"
-        if p_seeds is None or not math.isfinite(p_seeds)
-        else (f"the seed test gives p = {p_seeds:.2f}")
-    )
-    return f"`{name}`: {size}, {ci}; not a demonstrated difference ({why}, bootstrap p = {test.p_value:.2f})."
+def _p(p: float) -> str:
+    cell = p_cell(p)
+    return f"p {cell}" if cell.startswith("<") else f"p = {cell}"
+
+
+def _size(d: Decision, label: str) -> str:
+    return f"{d.mean:+.1f}% {label}" if d.relative else f"{d.mean:+.2f} {label}"
+
+
+def _interval(d: Decision, equivalence: bool = False) -> str:
+    """The interval a verdict rests on: the 1 - a one, or the 1 - 2a one for an equivalence."""
+    lo, hi = d.tost_ci if equivalence else d.ci
+    level = 1 - 2 * d.level if equivalence else 1 - d.level
+    unit = "%" if d.relative else ""
+    return f"{100 * level:.4g}% CI [{lo:+.2f}{unit}, {hi:+.2f}{unit}] over {d.n} paired seeds"
+
+
+def _sentence(name: str, d: Decision, label: str, words: dict[str, str] | None = None) -> str:
+    """One strategy against the baseline, in the words of its verdict (``words`` rewords 'better'/'worse',
+    e.g. 'uses more ... than')."""
+    margin = f"±{d.margin:g}{'%' if d.relative else ''}"
+    if d.verdict in ("better", "worse"):
+        said = (words or {}).get(d.verdict, f"is {d.verdict} than")
+        return f"`{name}` {said} the baseline: {_size(d, label)}, {_interval(d)} ({d.test}, {_p(d.p_difference_holm)})."
+    if d.verdict == "equivalent":
+        return (f"`{name}` is equivalent to the baseline within {margin}: {_size(d, label)}, "
+                f"{_interval(d, equivalence=True)} ({d.test}, {_p(d.p_equivalence_holm)}).")  # fmt: skip
+    if d.seeds_needed is not None:
+        more = f"about {d.seeds_needed} paired seeds would decide it at this effect (80% power)"
+    else:
+        more = "more than 200 paired seeds would be needed at this effect and spread"
+    return (f"`{name}`: {_size(d, label)}, {_interval(d)}; undecided: neither a difference nor equivalence "
+            f"within {margin} is shown; {more}.")  # fmt: skip
+
+
+def _primary(ctx: ReportContext) -> tuple[str, str]:
+    """The metric the summary leads with and its name."""
+    metric = primary_metric(ctx.rows)
+    if metric == "valid_ppl":
+        return metric, "perplexity"
+    return metric, "BLEU-4" if ctx.comparison.captioning else "BLEU"
 
 
 def plain_summary(ctx: ReportContext) -> list[str]:
-    """Sentences, one per strategy compared with the baseline, most different first."""
-    res = ctx.comparison
-    mt = bool(res.bleu_tests)
-    tests, metric = (res.bleu_tests, "BLEU-4" if res.captioning else "BLEU") if mt else (res.tests, "perplexity")
-    base = _baseline_summary(ctx, lambda s: s.bleu if mt else s.valid_ppl)
-    if not tests or base is None or base.n == 0:
+    """Sentences, one per strategy compared with the baseline (decided ones first), and the tally."""
+    metric, label = _primary(ctx)
+    base = _baseline_summary(ctx, lambda s: s.bleu if metric == "bleu" else s.valid_ppl)
+    if base is None or base.n == 0:
         return ["There is no baseline (`tied`) in this comparison, so no strategy is compared with one."]
-    base_value = base.mean
-    lines = [f"Baseline `{ctx.baseline}`: {metric} {fmt(base_value, 2 if mt else 1)} (mean over seeds)."]
-    order = _most_different_first(tests)
-    lines += [_sentence(n, tests[n], metric, base_value) for n in order]
-    better = [n for n in order if tests[n].verdict == "better"]
-    worse = [n for n in order if tests[n].verdict == "worse"]
-    lines.append(
-        "In short: "
-        + (f"better than {ctx.baseline}: {', '.join(better)}; " if better else f"nothing beat {ctx.baseline}; ")
-        + (f"worse: {', '.join(worse)}; " if worse else "")
-        + (f"within noise: {', '.join(n for n in order if n not in better + worse) or 'none'}.")
-    )
+    lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, 2 if metric == 'bleu' else 1)} (mean over seeds)."]
+    v = ctx.comparison.verdicts.get(metric)
+    if v is None:
+        return [*lines, "No strategy has two seeds paired with the baseline's yet, so nothing is decided."]
+    decided = _in_order(v)
+    lines += [_sentence(n, d, label) for n, d in decided]
+    groups = {k: [n for n, d in decided if d.verdict == k] for k in VERDICTS}
+    tally = [f"{k}: {', '.join(groups[k])}" for k in VERDICTS if groups[k]]
+    lines.append(f"In short ({label}, margin {v.margin_text()}): " + "; ".join(tally) + ".")
     return lines + vocab_usage_summary(ctx)
 
 
 def vocab_usage_summary(ctx: ReportContext) -> list[str]:
     """Sentences on vocabulary usage (distinct words in the outputs, Shalev et al.'s VU) against the
-    baseline, where the comparison measured it per unit (captioning, translation); [] otherwise."""
-    tests = ctx.comparison.vu_tests
+    baseline, where the comparison measured it (captioning, translation); [] otherwise."""
+    v = ctx.comparison.verdicts.get("vu")
     base = _baseline_summary(ctx, lambda s: s.vu)
-    if not tests or base is None or base.n == 0:
+    if v is None or base is None or base.n == 0:
         return []
-    used = fmt(base.mean, 0)
-    lines = [f"Vocabulary usage: `{ctx.baseline}`'s outputs use {used} distinct words (mean over seeds)."]
+    lines = [f"Vocabulary usage: `{ctx.baseline}`'s outputs use {fmt(base.mean, 0)} distinct words (mean over seeds)."]
     said = {"better": "uses more distinct words than", "worse": "uses fewer distinct words than"}
-    return lines + [_sentence(n, tests[n], "distinct words", base.mean, said) for n in _most_different_first(tests)]
+    return lines + [_sentence(n, d, "distinct words", said) for n, d in _in_order(v)]
 
 
 def _baseline_summary(ctx: ReportContext, metric: Callable[[StrategySummary], SeedSummary]) -> SeedSummary | None:
@@ -96,9 +118,10 @@ def _baseline_summary(ctx: ReportContext, metric: Callable[[StrategySummary], Se
     return None if s is None else metric(s)
 
 
-def _most_different_first(tests: dict[str, BaselineTest]) -> list[str]:
-    """The strategies tested, real differences first, then by the size of the difference."""
-    return sorted(tests, key=lambda n: (tests[n].verdict == "within noise", -abs(tests[n].delta)))
+def _in_order(v: MetricVerdicts) -> list[tuple[str, Decision]]:
+    """The strategies' decisions, decided ones first, then by the size of the difference."""
+    out = [(n, d) for n in v.decisions if (d := v.decision(n)) is not None]
+    return sorted(out, key=lambda nd: (nd[1].verdict == "undecided", -abs(nd[1].mean)))
 
 
 def summary(ctx: ReportContext) -> list[Block]:

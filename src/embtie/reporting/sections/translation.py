@@ -10,7 +10,7 @@ from embtie.analysis.records import TranslationQuality
 from embtie.comparison.records import SeedSummary
 from embtie.reporting import plots
 from embtie.reporting.document import Figure, Heading, Table
-from embtie.reporting.sections.context import Block, ReportContext, ci, delta_cells, seed_values
+from embtie.reporting.sections.context import MORE_FEWER, Block, ReportContext, ci, delta_cells, seed_values
 
 
 def _translations(ctx: ReportContext, n: str | None = None) -> list[TranslationQuality]:
@@ -26,17 +26,16 @@ def _per_run(ctx: ReportContext, n: str, get: Callable[[TranslationQuality], flo
 
 def _bleu_row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.comparison.summary[n]
-    base = n == ctx.baseline
     share = seed_values(ctx, lambda x: x.rare_token_share)[n]
     unk = _per_run(ctx, n, lambda mt: mt.unk_share)
     tok = _per_run(ctx, n, lambda mt: mt.scores.bleu_tok)
     return [
         n,
         ci(s.bleu, 2),
-        *delta_cells(ctx.comparison.bleu_tests.get(n), base, 2),
+        *delta_cells(ctx, "bleu", ctx.comparison.bleu_tests.get(n), n, 2),
         ci(SeedSummary.of(tok), 2) if tok else "-",
         ci(s.vu, 0),
-        *delta_cells(ctx.comparison.vu_tests.get(n), base, 0, {"better": "more", "worse": "fewer"}),
+        *delta_cells(ctx, "vu", ctx.comparison.vu_tests.get(n), n, 0, MORE_FEWER),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
         f"{100 * float(np.mean(unk)):.2f}%" if unk else "-",
     ]
@@ -74,12 +73,12 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
             "strategy",
             "BLEU: mean ± std [95% CI]",
             "Δ BLEU vs tied [95% CI]",
-            "p: bootstrap / seeds",
+            "p: bootstrap / paired seeds",
             "verdict",
             "tok-BLEU: mean ± std [95% CI]",
             "VU (distinct words)",
             "Δ VU vs tied [95% CI]",
-            "p: bootstrap / seeds",
+            "p: bootstrap / paired seeds",
             "verdict",
             "rare-word share",
             "`<unk>` share",
@@ -87,11 +86,12 @@ def bleu_and_vocab_usage(ctx: ReportContext) -> list[Block]:
         [_bleu_row(ctx, n) for n in ctx.names],
         _bleu_text(ctx) + ". Δ and p: paired bootstrap over sentences "
         "(sacrebleu's resampling and test statistic; with several seeds the same resampled sentences score "
-        "every seed and the seed means are compared); p (seeds): Welch's t-test over per-seed BLEU; "
-        "the verdict needs both below 0.05. tok-BLEU: multi-bleu.perl style, on Moses-tokenized hypotheses "
+        "every seed and the seed means are compared); p (paired seeds): the paired t-test over seeds, "
+        "Holm-corrected; the verdict comes from the paired seeds (section Verdicts). tok-BLEU: multi-bleu.perl "
+        "style, on Moses-tokenized hypotheses "
         "and references (how Liu et al. scored; see docs/liu-protocol.md). VU: distinct words (13a-tokenized, "
         "lower-cased) in the hypotheses, `<unk>` left out (Δ VU: bootstrap over sentences, bias-corrected, "
-        "and the seed test); rare: words seen at most 10 times in the training targets; `<unk>` share: of the "
+        "and the paired seeds); rare: words seen at most 10 times in the training targets; `<unk>` share: of the "
         "output words." + _reference_usage_text(ctx),
     )
     vals = seed_values(ctx, lambda x: x.bleu)

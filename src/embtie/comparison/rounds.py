@@ -1,0 +1,63 @@
+"""Rounds of seeds for ``embtie compare --until-decided``: train the first look's seeds of every
+strategy, decide what can be decided on the primary metric, train the next look's seeds for the
+baseline and the strategies still undecided, and so on until everything is decided or the design's last
+look is reached (``embtie.decisions.sequential``). What to train next is a function of the finished
+runs on disk, so an interrupted comparison continues where it stopped and ``--report-only`` sees the
+same rounds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from embtie.comparison.execution import execute
+from embtie.comparison.plan import BASELINE, CompareSpec, plan
+from embtie.comparison.results import finished_runs, read_run, result_row
+from embtie.comparison.verdicts import TESTED, metric_verdicts, primary_metric
+from embtie.decisions import DEFAULT_MARGINS, SequentialDesign
+from embtie.decisions.sequential import seeds_wanted
+from embtie.errors import ConfigError
+
+
+def _design(spec: CompareSpec) -> SequentialDesign:
+    if spec.design is None:
+        raise ConfigError("rounds of seeds need a sequential design (--until-decided)")
+    if BASELINE not in spec.strategies:
+        raise ConfigError(f"--until-decided compares every strategy with {BASELINE}; add it to --strategies")
+    return spec.design
+
+
+def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
+    """The seeds every strategy should have after the next round, from the runs finished so far."""
+    design = _design(spec)
+    rows = [result_row(read_run(r)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
+    have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != BASELINE}
+    metric = next(m for m in TESTED if m.key == primary_metric(rows)) if rows else TESTED[0]
+    margin = spec.margins.get(metric.key, DEFAULT_MARGINS[metric.key])
+    verdicts = metric_verdicts(rows, BASELINE, metric, margin, design) if rows else None
+    decided = {} if verdicts is None else {s: d for s in have if (d := verdicts.decision(s)) is not None}
+    want = seeds_wanted(design, decided, have)
+    want[BASELINE] = max(want.values(), default=design.first)
+    return want
+
+
+def run_until_decided(spec: CompareSpec, progress: bool = True, jobs: int = 1) -> dict[str, int]:
+    """Train round after round; returns the seeds each strategy ended with."""
+    counts = {s: _design(spec).first for s in spec.strategies}
+    while True:
+        execute(replace(spec, seed_counts=counts), progress=progress, jobs=jobs)
+        following = next_counts(spec, counts)
+        if following == counts:
+            return counts
+        counts = following
+
+
+def settled_counts(spec: CompareSpec) -> dict[str, int]:
+    """The rounds the finished runs on disk have completed (``--report-only``): the seeds each strategy
+    has in the last round whose runs are all finished, or in the round under way."""
+    counts = {s: _design(spec).first for s in spec.strategies}
+    while all(r.done for r in plan(replace(spec, seed_counts=counts))):
+        following = next_counts(spec, counts)
+        if following == counts:
+            break
+        counts = following
+    return counts

@@ -1,0 +1,71 @@
+"""The verdicts section: every strategy against the baseline on every tested metric, from seeds paired by
+common random numbers, with the margin, the test that decided, and the seeds an undecided one needs."""
+
+from __future__ import annotations
+
+from embtie.comparison.verdicts import MetricVerdicts
+from embtie.decisions import Decision
+from embtie.reporting.document import Heading, Table, Text
+from embtie.reporting.sections.context import Block, ReportContext, p_cell
+
+
+def seeding_text(ctx: ReportContext) -> str:
+    """Which seeding scheme the runs used, and what that means for pairing them."""
+    schemes = ctx.comparison.seeding
+    total = sum(schemes.values())
+    if set(schemes) == {"2"}:
+        return (f"Seeds: all {total} runs use seeding scheme 2 (common random numbers): seed s of every strategy "
+                "starts from the same body weights and sees the same data order, dropout stream and evaluation "
+                "sample, so runs are compared in pairs of equal seed.")  # fmt: skip
+    old = sum(n for k, n in schemes.items() if k != "2")
+    return (f"Seeds: {old} of {total} runs predate seeding scheme 2: their body's initial weights depend on "
+            "the strategy. Pairs of equal seed still share the data order, dropout stream and evaluation "
+            "sample, so the paired tests are valid but less sharp than with common random numbers.")  # fmt: skip
+
+
+def _cells(d: Decision, v: MetricVerdicts) -> list[str]:
+    unit = "%" if d.relative else ""
+    lo, hi = d.ci
+    tlo, thi = d.tost_ci
+    needed = "-" if d.verdict != "undecided" else (str(d.seeds_needed) if d.seeds_needed else "> 200")
+    return [
+        str(d.n),
+        f"{d.mean:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}]",
+        f"[{tlo:+.2f}, {thi:+.2f}]",
+        v.margin_text(),
+        d.verdict,
+        f"{p_cell(d.p_difference_holm)} / {p_cell(d.p_equivalence_holm)}",
+        d.test,
+        needed,
+    ]
+
+
+def _label(ctx: ReportContext, v: MetricVerdicts) -> str:
+    return "BLEU-4" if v.metric == "bleu" and ctx.comparison.captioning else v.label
+
+
+def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
+    unit = "% of tied" if v.relative else ""
+    better = "higher" if v.higher_is_better else "lower"
+    level = next((d.level for n in v.decisions if (d := v.decision(n)) is not None), 0.05)
+    rows = [[n, *_cells(d, v)] for n in ctx.names if (d := v.decision(n)) is not None]
+    delta = f"Δ vs tied{' (' + unit + ')' if unit else ''} [{100 * (1 - level):.4g}% CI]"
+    header = ["strategy", "paired seeds", delta, f"{100 * (1 - 2 * level):.4g}% CI (equivalence)", "margin",
+              "verdict", "p: difference / equivalence (Holm)", "test", "seeds to decide (80% power)"]  # fmt: skip
+    return Table(
+        header,
+        rows,
+        f"{_label(ctx, v)} ({better} is better). Δ: strategy minus tied, per pair of equal seed, then averaged; "
+        f"Student-t intervals over the pairs. Equivalent: the equivalence interval lies inside the margin "
+        f"(TOST); better/worse: the first interval excludes 0 (paired t-test); else undecided, with the "
+        f"paired seeds that would decide it at the observed difference and spread. Design: {v.design}.",
+    )
+
+
+def verdicts(ctx: ReportContext) -> list[Block]:
+    """One table per tested metric (nothing when no strategy has two seeds paired with the baseline)."""
+    tested = list(ctx.comparison.verdicts.values())
+    if not tested:
+        return []
+    blocks: list[Block] = [Heading("Verdicts: paired seeds and margins of equivalence"), Text(seeding_text(ctx))]
+    return blocks + [_table(ctx, v) for v in tested]
