@@ -170,11 +170,11 @@ def _copy_weights(
     sharing: SharingStrategy, embedding: nn.Module, output: nn.Module, logits_bias: torch.Tensor | None
 ) -> list[str]:
     notes = ["input embedding copied into the sharing object's E (weight)"]
-    out_weight = getattr(sharing, "out_weight", None)
+    out_weight = sharing.separate_output_weight()
     separate_output = output.weight is not embedding.weight
     with torch.no_grad():
         sharing.weight.copy_(embedding.weight)
-        if isinstance(out_weight, nn.Parameter):
+        if out_weight is not None:
             out_weight.copy_(output.weight)
             notes.append("output layer copied into the sharing object's O (out_weight)")
         elif separate_output and not torch.equal(output.weight, embedding.weight):

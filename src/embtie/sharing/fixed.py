@@ -35,7 +35,7 @@ class FixedTargets(SharingStrategy):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if getattr(self, "proj", None) is not None:
+        if self.proj is not None:
             self.proj.reset_parameters()
 
     @property

@@ -30,8 +30,7 @@ class NGPT(L2Norm):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if hasattr(self, "token_scale"):
-            nn.init.constant_(self.token_scale, self.dim**-0.5)
+        nn.init.constant_(self.token_scale, self.dim**-0.5)
 
     def effective_token_scale(self) -> Tensor:
         """(V,) the per-token logit scale s."""

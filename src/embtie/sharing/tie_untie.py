@@ -41,8 +41,10 @@ class TieUntie(Tied):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if hasattr(self, "out_weight"):
-            self.init_(self.out_weight)
+        self.init_(self.out_weight)
+
+    def separate_output_weight(self) -> nn.Parameter | None:
+        return self.out_weight
 
     @property
     def is_untied(self) -> bool:

@@ -62,9 +62,7 @@ class TiedProj(Tied):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        proj = getattr(self, "proj", None)
-        if proj is None:
-            return
+        proj = self.proj
         if self.proj_init == "same":
             self.init_(proj.weight)
         elif self.proj_init == "orthogonal":
@@ -137,9 +135,7 @@ class TiedBert(Tied):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        dense = getattr(self, "dense", None)
-        if dense is None:
-            return
+        dense = self.dense
         nn.init.orthogonal_(dense.weight)
         if dense.bias is not None:
             nn.init.zeros_(dense.bias)

@@ -28,6 +28,7 @@ from torch.nn.parallel import DistributedDataParallel
 from embtie import runtime
 from embtie.config import TrainConfig
 from embtie.errors import ConfigError
+from embtie.sharing.base import SharingStrategy
 
 SHARING_FORWARD_METHODS = ("embed", "logits", "loss", "regularization")
 """the strategy methods a model or task calls in a forward pass (each gathers the unit under FSDP)."""
@@ -37,7 +38,7 @@ SHARING_FORWARD_METHODS = ("embed", "logits", "loss", "regularization")
 class Shardable(Protocol):
     """A model that FSDP can shard: it lists its repeated blocks and holds its strategy as ``sharing``."""
 
-    sharing: nn.Module
+    sharing: SharingStrategy
 
     def fsdp_units(self) -> list[nn.Module]:
         """The submodules sharded one by one (e.g. the transformer blocks), in forward order."""
@@ -71,8 +72,7 @@ def shard_model(model: nn.Module) -> nn.Module:
         fully_shard(unit)
     fully_shard(model.sharing)
     for method in SHARING_FORWARD_METHODS:
-        if callable(getattr(model.sharing, method, None)):
-            register_fsdp_forward_method(model.sharing, method)
+        register_fsdp_forward_method(model.sharing, method)
     fully_shard(model)
     return model
 
@@ -82,7 +82,7 @@ def prepare(model: nn.Module, objective: nn.Module, tc: TrainConfig, rt: runtime
     as ``train.parallel`` asks, then compiled when ``train.compile``. Under fsdp, ``model`` is sharded in
     place, so build the optimizer from it only after this call."""
     if uses_fsdp(tc, rt):
-        if getattr(tc, "path_probe", 0):
+        if tc.path_probe:
             raise ConfigError(
                 "train.path_probe runs forward passes on rank 0 alone, which a sharded model cannot; "
                 "set train.path_probe=0 or train.parallel=ddp"

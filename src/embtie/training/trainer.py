@@ -23,6 +23,7 @@ import torch
 from embtie import progress, runtime, tasks
 from embtie.config import RunConfig
 from embtie.rundir import checkpoints
+from embtie.sharing.capabilities import VocabularyTables
 from embtie.training import monitor, nonfinite, parallel, resume
 from embtie.training.clock import Clock
 from embtie.training.metrics_log import MetricsLog
@@ -67,8 +68,9 @@ class Trainer:
         if self.tc.path_probe and rt.is_main:
             self.probe = PathShareProbe(self.task, self.model, self.out, self.tc.path_probe, rt.device)
             self.probe.resume(self.state.step if ckpt is not None else -1)
-        self.step_hooks = [m.on_train_step for m in self.model.modules() if hasattr(m, "on_train_step")]
-        """modules' ``on_train_step(step, total, optimizer)``, found once instead of at every step."""
+        self.step_hooks = [m.on_train_step for m in self.model.modules() if isinstance(m, VocabularyTables)]
+        """the ``on_train_step(step, total, optimizer)`` of the strategy (and of any other vocabulary
+        table), found once instead of at every step."""
         self.counts = param_counts(self.model)
         self.clock = Clock(self.state.elapsed, rt.device)
         bar = progress.bar(total=self.total, desc=cfg.sharing.name, unit="step", leave=True, initial=self.state.step,
