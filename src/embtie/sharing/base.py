@@ -344,3 +344,11 @@ class SharingStrategy(VocabularyTables):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}, vocab_size={self.vocab_size}, dim={self.dim}, target_dim={self.target_dim}"
+
+
+def strategy_of(model: nn.Module) -> SharingStrategy:
+    """The sharing strategy an embtie model holds as ``model.sharing`` (every task's model does)."""
+    strategy = model.get_submodule("sharing")
+    if not isinstance(strategy, SharingStrategy):
+        raise TypeError(f"{type(model).__name__}.sharing is a {type(strategy).__name__}, not a sharing strategy")
+    return strategy
