@@ -98,7 +98,7 @@ def model_config(raw: dict[str, Any], vocab_size: int, eos_id: int | None = None
         config = transformers.AutoConfig.for_model(raw["model_type"], **kwargs)
     except (ValueError, TypeError) as e:
         raise ConfigError(f"bad model config for {raw['model_type']!r}: {e}") from None
-    if getattr(config, "is_encoder_decoder", False):
+    if getattr(config, "is_encoder_decoder", False):  # foreign: a transformers config
         raise ConfigError(
             f"hf-compare trains causal language models; {raw['model_type']} is an encoder-decoder "
             "(use embtie.hf.apply on it in your own translation script)"

@@ -104,7 +104,7 @@ def _fused_grads(ctx) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.T
     In float32 and lower precisions they are handed over once, to be scaled in place (no (V, d_t)
     copy), so a second backward through the same loss is refused. In float64, the dtype of gradient
     checks, copies are handed over and backward may run again (retain_graph=True, gradcheck)."""
-    grads = getattr(ctx, "grads", None)
+    grads = getattr(ctx, "grads", None)  # foreign: torch's autograd ctx, whose grads go once handed over
     if grads is None:
         raise RuntimeError(
             "the chunked loss (impl='chunked') can be backpropagated only once in float32 and lower "

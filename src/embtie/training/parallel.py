@@ -109,8 +109,13 @@ def gradient_sync(objective: nn.Module, model: nn.Module, sync: bool) -> Iterato
             yield
         finally:
             model.set_requires_gradient_sync(True)
-    elif isinstance(getattr(objective, "_orig_mod", objective), DistributedDataParallel):
-        with getattr(objective, "_orig_mod", objective).no_sync():
+    elif isinstance(wrapped := _uncompiled(objective), DistributedDataParallel):
+        with wrapped.no_sync():
             yield
     else:
         yield
+
+
+def _uncompiled(objective: nn.Module) -> nn.Module:
+    """The module ``torch.compile`` wrapped, or ``objective`` itself when it is not compiled."""
+    return getattr(objective, "_orig_mod", objective)  # foreign: torch.compile's wrapper module
