@@ -23,7 +23,7 @@ embtie's LM vocabularies are.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -68,7 +68,7 @@ class Adaptive(SharingStrategy):
         tie_weights: bool = True,
         tie_projections: bool = False,
         within: str = "tied",
-        **options,
+        **options: Any,
     ) -> None:
         for opt, off in (("factor_rank", None), ("token_temperature", False), ("z_loss", 0.0)):
             if options.get(opt, off) not in (off,):
@@ -177,7 +177,8 @@ class Adaptive(SharingStrategy):
             if b is not None and self.cluster_bias is not None:
                 b = torch.cat([b, self.cluster_bias])
         q = self._proj(i, output=True)
-        s, c = self.logit_scale(), self._within_cls.sqnorm_bias
+        s = self.logit_scale()
+        c: Tensor | float | None = self._within_cls.sqnorm_bias
         if c is not None and s is not None:
             c = s * c
         return Head(

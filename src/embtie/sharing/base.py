@@ -176,7 +176,7 @@ class SharingStrategy(VocabularyTables):
     def reset_parameters(self) -> None:
         """Re-draw every learned tensor (fixed buffers are drawn once, in the constructor)."""
         self.init_(self.weight)
-        if self.factor_b is not None:
+        if self.factor_b is not None and self.factor_rank is not None:  # both set together
             nn.init.normal_(self.factor_b, 0.0, self.factor_rank**-0.5)
         if self.temperature is not None:
             nn.init.ones_(self.temperature)
@@ -253,7 +253,7 @@ class SharingStrategy(VocabularyTables):
         b = struct_bias
         if b is not None and s is not None:
             b = b * s
-        c = self.sqnorm_bias
+        c: Tensor | float | None = self.sqnorm_bias
         if c is not None and s is not None:
             c = s * c
         if self.bias is not None:
