@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import torch
 from torch import nn
@@ -92,7 +92,7 @@ def prepare(model: nn.Module, objective: nn.Module, tc: TrainConfig, rt: runtime
         dev = rt.device
         objective = DistributedDataParallel(objective, device_ids=[dev.index] if dev.type == "cuda" else None)
     if tc.compile:
-        objective = torch.compile(objective)
+        objective = cast(nn.Module, torch.compile(objective))  # a compiled module is a module (OptimizedModule)
     return objective
 
 
