@@ -138,7 +138,7 @@ def _quiet(enabled: bool) -> Iterator[None]:
     finally:
         if enabled and old is None:
             del os.environ[QUIET_ENV]
-        elif enabled:
+        elif enabled and old is not None:
             os.environ[QUIET_ENV] = old
 
 

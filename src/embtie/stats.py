@@ -97,7 +97,7 @@ def paired_bootstrap(
     w = resample_weights(n_units, n_samples, seed)
 
     def seed_mean_scores(a: np.ndarray, f=lambda x: x) -> tuple[float, np.ndarray]:
-        full = np.mean([float(f(score(s.sum(0)))) for s in a])
+        full = float(np.mean([float(f(score(s.sum(0)))) for s in a]))
         boot = np.mean([f(score(w @ s)) for s in a], axis=0)  # (n_samples,)
         return full, boot
 

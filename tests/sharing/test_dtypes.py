@@ -99,9 +99,9 @@ def _set_sync_free(monkeypatch, sync_free: bool | None) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_issue_repro_float64_loss_for_every_strategy(name):
-    """The report of issue 16: `s.loss(h, y)` on a `.double()` strategy raised (Float did not match
-    Double, or vector_norm's narrowing check) for every strategy; it is float64 and equals plain."""
+def test_float64_loss_for_every_strategy(name):
+    """`s.loss(h, y)` on a `.double()` strategy is float64 and equals the plain loss, for every strategy
+    (a float32 workspace or accumulator would fail Float/Double matching or vector_norm's narrowing check)."""
     torch.manual_seed(0)
     s = sharing.build(name, vocab_size=3001, dim=48).double()
     h = torch.randn(1537, 48, dtype=torch.float64)

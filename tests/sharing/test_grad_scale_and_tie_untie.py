@@ -1,6 +1,6 @@
-"""The strategies added by issue 17: ``tied-gradscale`` (Lopardo et al. 2026) and ``tie-untie``
-(modded-nanogpt PR #178): formulas, exact gradient scaling, the switch with its optimizer moments,
-save/load, and a training run interrupted before / after the switch that resumes bitwise."""
+"""``tied-gradscale`` (Lopardo et al. 2026) and ``tie-untie`` (modded-nanogpt PR #178): formulas, exact
+gradient scaling, the switch with its optimizer moments, save/load, and a training run interrupted
+before / after the switch that resumes bitwise."""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         if not p.is_file():
             raise DataError(f"image {p} does not exist; give paths of .jpg or .png files")
     run_ = load_for_decoding(args.run_dir, args.checkpoint, args.device)
+    assert isinstance(run_.task, Captions)  # the run's task class was checked above
     for p, cap in zip(paths, run_.task.caption_files(run_.model, paths, beam=args.beam)):
         print(f"{p}\t{cap}")
     return 0

@@ -100,10 +100,10 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     from embtie import comparison, sharing
     from embtie.decisions import DEFAULT_MARGINS, SequentialDesign, parse_margins
 
-    preset, overrides = _split_preset(args)
-    default_job = preset is None
+    given, overrides = _split_preset(args)
+    default_job = given is None
+    preset = comparison.DEFAULT_PRESET if given is None else given
     if default_job:
-        preset = comparison.DEFAULT_PRESET
         overrides = [*comparison.DEFAULT_OVERRIDES, *overrides]
     if args.strategies is None:
         strategies = list(comparison.DEFAULT_STRATEGIES)

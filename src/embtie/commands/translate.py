@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         if not lines:
             raise DataError("no input: stdin is empty; pipe sentences in (one per line) or give --input PATH")
     run_ = load_for_decoding(args.run_dir, args.checkpoint, args.device)
+    assert isinstance(run_.task, Translates)  # the run's task class was checked above
     for hyp in run_.task.translate(run_.model, lines, beam=args.beam, lenpen=args.lenpen):
         print(hyp)
     return 0

@@ -22,7 +22,7 @@ def require_transformers() -> ModuleType:
         raise MissingExtraError(
             f"embtie.hf needs Hugging Face transformers, which is not installed: {INSTALL_HINT}"
         ) from None
-    version = getattr(transformers, "__version__", "0")
+    version = getattr(transformers, "__version__", "0")  # foreign: the transformers package
     major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0
     if major < MIN_MAJOR:
         raise MissingExtraError(f"embtie.hf needs transformers >= {MIN_MAJOR} (found {version}): {INSTALL_HINT}")

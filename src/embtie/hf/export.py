@@ -40,7 +40,7 @@ class ExportResult:
 def _stock_model(model: nn.Module, tied: bool) -> nn.Module:
     """An unpatched model of the original class and configuration (embtie record removed), on meta."""
     config = copy.deepcopy(model.config)
-    if hasattr(config, "embtie"):
+    if hasattr(config, "embtie"):  # foreign: a transformers config
         delattr(config, "embtie")
     config.tie_word_embeddings = tied
     text = config.get_text_config()

@@ -51,8 +51,8 @@ FAMILIES: dict[str, Family] = {
 
 def family_of(model: nn.Module) -> Family:
     """The Family of a transformers model with an LM head; a ConfigError naming the supported ones otherwise."""
-    config = getattr(model, "config", None)
-    model_type = getattr(config, "model_type", None)
+    config = getattr(model, "config", None)  # foreign: a transformers model
+    model_type = getattr(config, "model_type", None)  # foreign: a transformers config
     fam = FAMILIES.get(model_type)  # type: ignore[arg-type]
     if fam is None:
         raise ConfigError(
@@ -64,7 +64,8 @@ def family_of(model: nn.Module) -> Family:
             f"{type(model).__name__} has no output layer; apply a strategy to the model with the LM head "
             f"({fam.classes})"
         )
-    if model_type == "marian" and not getattr(config, "share_encoder_decoder_embeddings", True):
+    shared = getattr(config, "share_encoder_decoder_embeddings", True)  # foreign: a transformers config
+    if model_type == "marian" and not shared:
         raise ConfigError(
             "embtie.hf.apply needs a Marian model with share_encoder_decoder_embeddings=True "
             "(one vocabulary for source and target)"
@@ -81,7 +82,9 @@ def input_modules(model: nn.Module, fam: Family) -> list[nn.Module]:
     found: list[nn.Module] = [embedding]
     if fam.encoder_decoder:
         found += [model.get_encoder().get_input_embeddings(), model.get_decoder().get_input_embeddings()]
-    found += [m for m in model.modules() if m is not output and getattr(m, "weight", None) is embedding.weight]
+    for m in model.modules():
+        if m is not output and getattr(m, "weight", None) is embedding.weight:  # foreign: transformers modules
+            found.append(m)
     unique: list[nn.Module] = []
     for m in found:
         if m is not None and all(m is not u for u in unique):
@@ -110,9 +113,11 @@ def model_embed_scale(
     if fam.scale == "none":
         values = {1.0}
     elif fam.scale == "module":
-        values = {float(getattr(m, "embed_scale", 1.0)) for m in embeddings}
+        values = {float(getattr(m, "embed_scale", 1.0)) for m in embeddings}  # foreign: transformers embedding modules
     else:
-        holders = [(parent, path.rsplit(".", 1)[0]) for parent, _, path in paths if hasattr(parent, "embed_scale")]
+        for parent, _, path in paths:
+            if hasattr(parent, "embed_scale"):  # foreign: the transformers modules that own the embedding
+                holders.append((parent, path.rsplit(".", 1)[0]))
         values = {float(parent.embed_scale) for parent, _ in holders} or {1.0}
     if len(values) > 1:
         raise ConfigError(f"the embeddings of this model are scaled differently ({sorted(values)}); cannot share them")
@@ -129,5 +134,5 @@ def describe_scale(value: float, dim: int) -> float | str:
 def iter_pretrained_submodels(model: nn.Module) -> Iterator[nn.Module]:
     """The model and every submodule that is itself a transformers PreTrainedModel (they hold tying maps)."""
     for module in model.modules():
-        if hasattr(module, "_tied_weights_keys"):
+        if hasattr(module, "_tied_weights_keys"):  # foreign: transformers PreTrainedModels mark themselves so
             yield module

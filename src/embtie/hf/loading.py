@@ -55,7 +55,7 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
         config = transformers.AutoConfig.from_pretrained(str(path))
     except (OSError, ValueError) as e:  # unreadable or not a transformers config
         raise DataError(f"{path / 'config.json'} cannot be read as a transformers config: {_first_line(e)}") from None
-    record = getattr(config, "embtie", None)
+    record = getattr(config, "embtie", None)  # foreign: a transformers config
     if not isinstance(record, dict) or "strategy" not in record:
         raise DataError(f"{path} was not saved from a model patched by embtie.hf.apply; load it with from_pretrained")
     base = getattr(transformers, record["base_class"], None)
@@ -83,7 +83,7 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
     model.config.embtie = record  # keep the conventions recorded when the strategy was first applied
     model.to(dtype=dtype)
     result = model.load_state_dict(state, strict=False)
-    allowed_missing = set(getattr(base, "_keys_to_ignore_on_save", None) or [])
+    allowed_missing = set(getattr(base, "_keys_to_ignore_on_save", None) or [])  # foreign: a transformers model class
     missing = [k for k in result.missing_keys if k not in allowed_missing]
     if missing or result.unexpected_keys:
         raise DataError(

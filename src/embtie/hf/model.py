@@ -48,7 +48,7 @@ class EmbtieModelMixin:
         fam = FAMILIES[record["model_type"]]
         return_dict = kwargs.pop("return_dict", None)
         if return_dict is None:
-            return_dict = getattr(self.config, "return_dict", True)
+            return_dict = getattr(self.config, "return_dict", True)  # foreign: a transformers config
         num_items = kwargs.pop("num_items_in_batch", None)
         shift_labels = kwargs.pop("shift_labels", None)
         if kwargs.get("use_cache") is None:
@@ -108,7 +108,7 @@ class EmbtieModelMixin:
                     module.bind(new)
         text_config = self.config.get_text_config()
         text_config.vocab_size = size
-        if hasattr(self.config, "decoder_vocab_size"):  # Marian keeps the target vocabulary size apart
+        if hasattr(self.config, "decoder_vocab_size"):  # foreign: Marian's config keeps the target vocabulary apart
             self.config.decoder_vocab_size = size
         self.vocab_size = size
         self.config.embtie["vocab_size"] = size

@@ -4,6 +4,7 @@ output layer."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import torch
@@ -12,6 +13,7 @@ from torch import nn
 from embtie import sharing as catalogue
 from embtie.errors import ConfigError
 from embtie.hf.families import (
+    Family,
     attribute_paths,
     describe_scale,
     family_of,
@@ -65,6 +67,41 @@ def apply(
     1; a logits bias buffer (``final_logits_bias``) becomes the sharing object's ``bias`` when nonzero and is
     replaced by a (1, 1) zero buffer. Everything done is listed in ``model.config.embtie["conventions"]``.
     """
+    _check_applicable(model, strategy, options)
+    tables = _Tables.of(model)
+    opts = dict(options)
+    conventions: list[str] = []
+    scale_holders = _take_embed_scale(tables, opts, conventions)
+    logits_bias, bias_to_copy = _take_logits_bias(model, tables, copy_weights, opts, conventions)
+    if getattr(tables.output, "bias", None) is not None:  # foreign: a transformers output layer
+        raise ConfigError("output layers with their own bias are not supported by embtie.hf")
+    sharing = _build_sharing(strategy, tables, opts, training=model.training)
+    if copy_weights:
+        conventions.extend(_copy_weights(sharing, tables.embedding, tables.output, bias_to_copy))
+        for other in tables.embeddings[1:]:
+            if not torch.equal(other.weight, tables.embedding.weight):
+                conventions.append("an input embedding table that differed from the main one was replaced by E")
+    _install(model, sharing, tables, scale_holders, logits_bias)
+    base = type(model)
+    model.__class__ = make_patched_class(base)
+    model.config.embtie = {
+        "format": RECORD_FORMAT,
+        "strategy": strategy,
+        "options": opts,
+        "logits_with_labels": bool(logits_with_labels),
+        "base_class": base.__name__,
+        "model_type": tables.family.model_type,
+        "vocab_size": tables.vocab_size,
+        "dim": tables.dim,
+        "input_paths": [p for _, _, p in tables.in_paths],
+        "output_paths": [p for _, _, p in tables.out_paths],
+        "conventions": conventions,
+    }
+    return model
+
+
+def _check_applicable(model: nn.Module, strategy: str, options: dict[str, Any]) -> None:
+    """ConfigError unless ``strategy`` can take over the tables of the unpatched ``model``."""
     if is_patched(model):
         raise ConfigError(
             f"this model already uses embtie strategy {model.config.embtie['strategy']!r}; apply a strategy to an "
@@ -80,101 +117,125 @@ def apply(
             "factor_rank is not supported by embtie.hf (a pretrained (V, d) matrix has no A·B factors to copy); "
             "use it with embtie's own models (embtie train)"
         )
-    fam = family_of(model)
-    embedding = model.get_input_embeddings()
-    output = model.get_output_embeddings()
-    vocab_size, dim = embedding.weight.shape
-    if tuple(output.weight.shape) != (vocab_size, dim):
-        raise ConfigError(
-            f"input embedding {tuple(embedding.weight.shape)} and output layer {tuple(output.weight.shape)} "
-            "differ in shape; embtie.hf needs one vocabulary for both"
-        )
-    embeddings = input_modules(model, fam)
-    in_paths = [p for m in embeddings for p in attribute_paths(model, m)]
-    out_paths = attribute_paths(model, output)
-    opts = dict(options)
-    conventions: list[str] = []
 
-    scale, scale_holders = model_embed_scale(fam, embeddings, in_paths)
+
+@dataclass(frozen=True)
+class _Tables:
+    """The token tables of a transformers model and every attribute that holds them."""
+
+    family: Family
+    embedding: nn.Module
+    """the model's input embedding (``get_input_embeddings()``)."""
+    output: nn.Module
+    """its output layer (``get_output_embeddings()``)."""
+    embeddings: list[nn.Module]
+    """every module that looks up token vectors, ``embedding`` first."""
+    in_paths: list[tuple[nn.Module, str, str]]
+    out_paths: list[tuple[nn.Module, str, str]]
+    vocab_size: int
+    dim: int
+
+    @classmethod
+    def of(cls, model: nn.Module) -> _Tables:
+        fam = family_of(model)
+        embedding = model.get_input_embeddings()
+        output = model.get_output_embeddings()
+        vocab_size, dim = embedding.weight.shape
+        if tuple(output.weight.shape) != (vocab_size, dim):
+            raise ConfigError(
+                f"input embedding {tuple(embedding.weight.shape)} and output layer {tuple(output.weight.shape)} "
+                "differ in shape; embtie.hf needs one vocabulary for both"
+            )
+        embeddings = input_modules(model, fam)
+        in_paths = [p for m in embeddings for p in attribute_paths(model, m)]
+        return cls(fam, embedding, output, embeddings, in_paths, attribute_paths(model, output), vocab_size, dim)
+
+
+def _take_embed_scale(tables: _Tables, opts: dict[str, Any], conventions: list[str]) -> list[tuple[nn.Module, str]]:
+    """Move the model's embedding scale into ``opts["embed_scale"]`` (unless given); returns the modules
+    that apply it outside the embedding (set to 1 by ``_install``)."""
+    scale, holders = model_embed_scale(tables.family, tables.embeddings, tables.in_paths)
     if scale != 1.0:
-        where = ", ".join(f"{p}.embed_scale" for _, p in scale_holders) or "inside the embedding module"
+        where = ", ".join(f"{p}.embed_scale" for _, p in holders) or "inside the embedding module"
         if "embed_scale" in opts:
             conventions.append(f"the model's embedding scale {scale:g} ({where}) replaced by option embed_scale")
         else:
-            opts["embed_scale"] = describe_scale(scale, dim)
+            opts["embed_scale"] = describe_scale(scale, tables.dim)
             conventions.append(
                 f"embedding scale {scale:g} ({where}) moved into the sharing object as embed_scale="
                 f"{opts['embed_scale']!r}"
             )
+    return holders
 
-    logits_bias = getattr(model, fam.logits_bias) if fam.logits_bias else None
-    bias_nonzero = logits_bias is not None and bool(logits_bias.detach().ne(0).any())
-    if bias_nonzero and copy_weights:
+
+def _take_logits_bias(
+    model: nn.Module, tables: _Tables, copy_weights: bool, opts: dict[str, Any], conventions: list[str]
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(the model's logits bias buffer, the same when it is nonzero, else None); both None when its family
+    has none. A nonzero one to be copied turns the sharing object's ``bias`` option on unless given."""
+    name = tables.family.logits_bias
+    if name is None:
+        return None, None
+    logits_bias = getattr(model, name)
+    if not bool(logits_bias.detach().ne(0).any()):
+        return logits_bias, None
+    if copy_weights:
         if "bias" not in opts:
             opts["bias"] = True
         if opts["bias"]:
-            conventions.append(f"nonzero {fam.logits_bias} copied into the sharing object's bias")
+            conventions.append(f"nonzero {name} copied into the sharing object's bias")
         else:
-            conventions.append(f"nonzero {fam.logits_bias} dropped (option bias=False)")
-    if getattr(output, "bias", None) is not None:
-        raise ConfigError("output layers with their own bias are not supported by embtie.hf")
+            conventions.append(f"nonzero {name} dropped (option bias=False)")
+    return logits_bias, logits_bias
 
+
+def _build_sharing(strategy: str, tables: _Tables, opts: dict[str, Any], *, training: bool) -> SharingStrategy:
+    """The sharing object, on the device and in the dtype of the model's embedding."""
     try:
         json.dumps(opts)
     except TypeError as e:
         raise ConfigError(f"strategy options must be plain numbers, strings or booleans: {e}") from None
-    sharing = catalogue.build(strategy, vocab_size=vocab_size, dim=dim, **opts)
-    sharing.to(device=embedding.weight.device, dtype=embedding.weight.dtype)
-    sharing.train(model.training)
+    sharing = catalogue.build(strategy, vocab_size=tables.vocab_size, dim=tables.dim, **opts)
+    weight = tables.embedding.weight
+    sharing.to(device=weight.device, dtype=weight.dtype)
+    sharing.train(training)
+    return sharing
 
-    if copy_weights:
-        conventions.extend(_copy_weights(sharing, embedding, output, logits_bias if bias_nonzero else None))
-        for other in embeddings[1:]:
-            if not torch.equal(other.weight, embedding.weight):
-                conventions.append("an input embedding table that differed from the main one was replaced by E")
 
+def _install(
+    model: nn.Module,
+    sharing: SharingStrategy,
+    tables: _Tables,
+    scale_holders: list[tuple[nn.Module, str]],
+    logits_bias: torch.Tensor | None,
+) -> None:
+    """Put ``sharing`` in every place of the model's tables; its own scale and bias neutralised."""
     emb_module, head_module = EmbtieEmbedding(sharing, model), EmbtieHead(sharing, model)
-    for parent, attr, _ in in_paths:
+    for parent, attr, _ in tables.in_paths:
         setattr(parent, attr, emb_module)
-    for parent, attr, _ in out_paths:
+    for parent, attr, _ in tables.out_paths:
         setattr(parent, attr, head_module)
     for holder, _ in scale_holders:
         holder.embed_scale = 1.0
     if logits_bias is not None:
+        assert tables.family.logits_bias is not None
         # (1, 1) zeros broadcast against both the (B, T, V) logits and the head's empty capture output.
-        model.register_buffer(fam.logits_bias, logits_bias.new_zeros(1, 1))
+        model.register_buffer(tables.family.logits_bias, logits_bias.new_zeros(1, 1))
     for sub in iter_pretrained_submodels(model):
         sub._tied_weights_keys = None
         sub.all_tied_weights_keys = {}
-
     model.add_module("embtie_sharing", sharing)
-    base = type(model)
-    model.__class__ = make_patched_class(base)
-    model.config.embtie = {
-        "format": RECORD_FORMAT,
-        "strategy": strategy,
-        "options": opts,
-        "logits_with_labels": bool(logits_with_labels),
-        "base_class": base.__name__,
-        "model_type": fam.model_type,
-        "vocab_size": vocab_size,
-        "dim": dim,
-        "input_paths": [p for _, _, p in in_paths],
-        "output_paths": [p for _, _, p in out_paths],
-        "conventions": conventions,
-    }
-    return model
 
 
 def _copy_weights(
     sharing: SharingStrategy, embedding: nn.Module, output: nn.Module, logits_bias: torch.Tensor | None
 ) -> list[str]:
     notes = ["input embedding copied into the sharing object's E (weight)"]
-    out_weight = getattr(sharing, "out_weight", None)
+    out_weight = sharing.separate_output_weight()
     separate_output = output.weight is not embedding.weight
     with torch.no_grad():
         sharing.weight.copy_(embedding.weight)
-        if isinstance(out_weight, nn.Parameter):
+        if out_weight is not None:
             out_weight.copy_(output.weight)
             notes.append("output layer copied into the sharing object's O (out_weight)")
         elif separate_output and not torch.equal(output.weight, embedding.weight):

@@ -20,11 +20,12 @@ def active_sharing(module: nn.Module) -> SharingStrategy:
     adapter's copy, or the original while adapters are disabled or none of them wraps it."""
     if isinstance(module, SharingStrategy):
         return module
-    original = getattr(module, "original_module", None)
-    copies = getattr(module, "modules_to_save", None)
+    original = getattr(module, "original_module", None)  # foreign: peft's ModulesToSaveWrapper
+    copies = getattr(module, "modules_to_save", None)  # foreign: peft's ModulesToSaveWrapper
     if not isinstance(original, SharingStrategy) or not isinstance(copies, nn.ModuleDict):
         raise TypeError(f"expected an embtie sharing object, got {type(module).__name__}")
-    active = list(getattr(module, "active_adapters", []) or [])
-    if getattr(module, "disable_adapters", False) or not active or active[0] not in copies:
+    active = list(getattr(module, "active_adapters", []) or [])  # foreign: peft's ModulesToSaveWrapper
+    disabled = getattr(module, "disable_adapters", False)  # foreign: peft's ModulesToSaveWrapper
+    if disabled or not active or active[0] not in copies:
         return original
     return copies[active[0]]

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from embtie import sharing as catalogue
+from embtie.analysis.param_counts import count_parameters
 from embtie.data.lm import EOS
 from embtie.errors import ConfigError, DataError
 from embtie.hf._require import require_transformers
@@ -97,7 +98,7 @@ def model_config(raw: dict[str, Any], vocab_size: int, eos_id: int | None = None
         config = transformers.AutoConfig.for_model(raw["model_type"], **kwargs)
     except (ValueError, TypeError) as e:
         raise ConfigError(f"bad model config for {raw['model_type']!r}: {e}") from None
-    if getattr(config, "is_encoder_decoder", False):
+    if getattr(config, "is_encoder_decoder", False):  # foreign: a transformers config
         raise ConfigError(
             f"hf-compare trains causal language models; {raw['model_type']} is an encoder-decoder "
             "(use embtie.hf.apply on it in your own translation script)"
@@ -167,7 +168,7 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
         "train_loss_last": log[-1][1] if log else None,
         "train_log": log,
         "sharing_params": s.parameter_counts(),
-        "model_params_learned": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "model_params_learned": count_parameters(model, s).learned,
         "train_seconds": seconds,
         "device": str(trainer.args.device),
     }

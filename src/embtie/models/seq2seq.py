@@ -27,19 +27,17 @@ from torch import Tensor, nn
 
 from embtie.data.subwords import PAD
 from embtie.sharing.base import SharingStrategy
+from embtie.sharing.capabilities import VocabularyTables
 
 DecodingState = dict[str, Any]
 """a model's incremental decoding state: tensors (batch first), lists of them, and plain values."""
 
 
-class PlainEmbedding(nn.Module):
+class PlainEmbedding(VocabularyTables):
     """A lookup table with the sharing objects' input interface: ``embed(ids) = scale * E[ids]``.
 
     Used for the encoder when source and target vocabularies differ (only the decoder shares).
     """
-
-    holds_vocabulary_tables = True
-    """its weight goes in the optimizer's embedding group (embedding_weight_decay)."""
 
     def __init__(self, vocab_size: int, dim: int, *, embed_scale: float = 1.0, init_std: float | None = None) -> None:
         super().__init__()

@@ -30,7 +30,7 @@ def average_state_dicts(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
         if list(s) != keys:
             raise ValueError("checkpoints to average have different parameter names")
     out: dict[str, Tensor] = {}
-    seen: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], str] = {}
+    seen: dict[tuple[object, ...], str] = {}  # (storage, offset, shape, stride) -> the first name of that view
     for key in keys:
         last = states[-1][key]
         alias = (last.untyped_storage().data_ptr(), last.storage_offset(), tuple(last.shape), last.stride())

@@ -23,7 +23,7 @@ embtie's LM vocabularies are.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -68,7 +68,7 @@ class Adaptive(SharingStrategy):
         tie_weights: bool = True,
         tie_projections: bool = False,
         within: str = "tied",
-        **options,
+        **options: Any,
     ) -> None:
         for opt, off in (("factor_rank", None), ("token_temperature", False), ("z_loss", 0.0)):
             if options.get(opt, off) not in (off,):
@@ -105,8 +105,6 @@ class Adaptive(SharingStrategy):
     # ------------------------------------------------------------------ parameters
     def reset_parameters(self) -> None:
         """Tables ~ init_std * sqrt(d / d_i) (effective rows as long as flat E's); projections orthonormal."""
-        if not hasattr(self, "cluster_weight"):
-            return  # called by the base constructor before the cluster tensors exist
         tables = list(self.tables) + (list(self.out_tables) if self.out_tables is not None else [])
         with torch.no_grad():
             for t in tables:
@@ -120,9 +118,10 @@ class Adaptive(SharingStrategy):
                 nn.init.zeros_(b)
 
     def vocabulary_tables(self) -> list[nn.Parameter]:
-        """The word tables (and cluster vectors): the optimizer's embedding group."""
+        """The word tables of every cluster (whatever their number of rows) and the cluster vectors."""
         out = list(self.out_tables) if self.out_tables is not None else []
-        return [*self.tables, *out, self.cluster_weight]
+        found = {id(p): p for p in [*super().vocabulary_tables(), *self.tables, *out, self.cluster_weight]}
+        return list(found.values())
 
     def _proj(self, i: int, output: bool) -> Tensor | None:
         """(d, d_i) P_i (input) or Q_i (output) of cluster i, or None where d_i = d."""
@@ -178,7 +177,8 @@ class Adaptive(SharingStrategy):
             if b is not None and self.cluster_bias is not None:
                 b = torch.cat([b, self.cluster_bias])
         q = self._proj(i, output=True)
-        s, c = self.logit_scale(), self._within_cls.sqnorm_bias
+        s = self.logit_scale()
+        c: Tensor | float | None = self._within_cls.sqnorm_bias
         if c is not None and s is not None:
             c = s * c
         return Head(

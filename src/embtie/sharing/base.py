@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError, DataError
+from embtie.sharing.capabilities import VocabularyTables
 from embtie.sharing.head import Head
 from embtie.sharing.loss import cross_entropy
 
@@ -43,7 +44,7 @@ def _number(name: str, value: object, *, positive: bool = True) -> float:
     return float(value)
 
 
-class SharingStrategy(nn.Module):
+class SharingStrategy(VocabularyTables):
     """Input embedding + output layer of a text-generation model.
 
     Subclasses define ``_output_core`` (the output matrix, per-row scale and structural bias) and
@@ -76,8 +77,6 @@ class SharingStrategy(nn.Module):
     flat_table: ClassVar[bool] = True
     """The strategy keeps one (V, d) table E at ``.weight`` (False: e.g. adaptive's per-cluster tables),
     which ``embtie.hf`` (copying a pretrained matrix in and out) and the flat-formula tests need."""
-    holds_vocabulary_tables: ClassVar[bool] = True
-    """Marks vocabulary-sized tables for the optimizer's embedding parameter group."""
     needs_frequency_sorted_vocab: ClassVar[bool] = False
     """True when token ids must be ordered by decreasing training frequency (adaptive clusters)."""
 
@@ -177,7 +176,7 @@ class SharingStrategy(nn.Module):
     def reset_parameters(self) -> None:
         """Re-draw every learned tensor (fixed buffers are drawn once, in the constructor)."""
         self.init_(self.weight)
-        if self.factor_b is not None:
+        if self.factor_b is not None and self.factor_rank is not None:  # both set together
             nn.init.normal_(self.factor_b, 0.0, self.factor_rank**-0.5)
         if self.temperature is not None:
             nn.init.ones_(self.temperature)
@@ -231,11 +230,15 @@ class SharingStrategy(nn.Module):
     """c when the logits have the structural bias c ||w_i||^2 (before logit_scale); see ``Head.sqnorm_bias``."""
 
     def lr_multipliers(self) -> dict[str, float]:
-        """{attribute name of a parameter: its learning rate as a multiple of train.lr} for the parameters
-        that do not use train.lr itself (read by ``embtie.training.optim.param_groups``)."""
+        """The learned logit scale's own learning rate (option ``logit_scale_lr``), when it has one."""
         if self.logit_scale_param is not None and self._logit_scale_lr != 1.0:
             return {"logit_scale_param": self._logit_scale_lr}
         return {}
+
+    def separate_output_weight(self) -> nn.Parameter | None:
+        """The learned output matrix O when the strategy keeps one apart from E (untied, tie-untie), else
+        None; ``embtie.hf`` copies a model's output layer into it."""
+        return None
 
     def logit_scale(self) -> Tensor | float | None:
         """The scalar logit scale s (a 0-d tensor when learned), or None."""
@@ -250,7 +253,7 @@ class SharingStrategy(nn.Module):
         b = struct_bias
         if b is not None and s is not None:
             b = b * s
-        c = self.sqnorm_bias
+        c: Tensor | float | None = self.sqnorm_bias
         if c is not None and s is not None:
             c = s * c
         if self.bias is not None:
@@ -341,3 +344,11 @@ class SharingStrategy(nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}, vocab_size={self.vocab_size}, dim={self.dim}, target_dim={self.target_dim}"
+
+
+def strategy_of(model: nn.Module) -> SharingStrategy:
+    """The sharing strategy an embtie model holds as ``model.sharing`` (every task's model does)."""
+    strategy = model.get_submodule("sharing")
+    if not isinstance(strategy, SharingStrategy):
+        raise TypeError(f"{type(model).__name__}.sharing is a {type(strategy).__name__}, not a sharing strategy")
+    return strategy

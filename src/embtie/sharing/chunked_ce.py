@@ -113,7 +113,8 @@ def chunked_cross_entropy(
     else:
         weight = head.weight
         vocab = weight.shape[0]
-        m = head.row_scale  # the row-norm factor (head.norm_power) is applied inside the function
+        # the row-norm factor (head.norm_power) is applied inside the function
+        m: Tensor | float | None = head.row_scale
         if head.scale is not None:
             m = head.scale if m is None else m * head.scale
         if m is not None and not isinstance(m, Tensor):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from embtie.sharing.head import StructuredWeight, accumulation_dtype
 
@@ -48,6 +49,13 @@ class _Config:
         """The dtype of everything but the matmuls (softmax, loss, accumulated gradients): float32 for
         float32, bfloat16 and float16 compute dtypes, float64 for float64 (``accumulation_dtype``)."""
         return accumulation_dtype(self.compute_dtype)
+
+
+def _matrix(w: Tensor | None) -> Tensor:
+    """The head's (V, d_t) matrix ``w``, on the paths where the head is not structured (only a structured
+    head, ``_Config.structured``, has none)."""
+    assert w is not None, "a head without a structured weight has a matrix"
+    return w
 
 
 def default_chunk(vocab_size: int, device_type: str = "cpu") -> int:

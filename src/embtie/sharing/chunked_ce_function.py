@@ -8,9 +8,12 @@ schedule saves the inputs and runs the chunk pass again in backward (see ``embti
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
-from embtie.sharing.chunked_ce_config import _Config
+import torch
+from torch import Tensor
+
+from embtie.sharing.chunked_ce_config import _Config, _matrix
 from embtie.sharing.chunked_ce_schedule import _augment, _folds_bias, _grad_pass, _scatter_rows, _select_tokens
 from embtie.sharing.chunked_ce_weight import (
     _effective_weight,
@@ -39,9 +42,19 @@ class ChunkedCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, scale, coef, targets, cfg: _Config, needs: tuple[bool, ...]):  # type: ignore[override]
+    def forward(
+        ctx: Any,
+        x: Tensor,
+        weight: Tensor | None,
+        bias: Tensor | None,
+        scale: Tensor | None,
+        coef: Tensor | None,
+        targets: Tensor,
+        cfg: _Config,
+        needs: tuple[bool, ...],
+    ) -> Tensor:
         with torch.autocast(cfg.device_type, enabled=False):
-            v = cfg.structured.vocab_size if cfg.structured is not None else weight.shape[0]
+            v = cfg.structured.vocab_size if cfg.structured is not None else _matrix(weight).shape[0]
             idx, xk, tk, mask, n_kept = _select_tokens(x, targets, cfg, v)
             xk = xk.to(cfg.compute_dtype)
             # grads w.r.t. x, W_eff, b (the whole bias: the c ||W_v||^2 term's gradients derive from it)
@@ -53,9 +66,12 @@ class ChunkedCrossEntropy(torch.autograd.Function):
             fold = not cfg.recompute and _folds_bias(xk, weight, bias is not None or coef is not None, cfg)
             w, wa = _effective_weight(weight, m, fold, cfg)
             if coef is not None:
-                bias, ctx.sq = _sqnorm_bias(weight, bias, coef)
+                bias, ctx.sq = _sqnorm_bias(_matrix(weight), bias, coef)
             b = None if bias is None else bias.to(cfg.compute_dtype)
-            xk, aug = _augment(xk, wa, b) if fold else (xk, None)
+            aug = None
+            if fold:
+                assert wa is not None and b is not None  # folding is chosen for a matrix head with a bias
+                xk, aug = _augment(xk, wa, b)
             total, dx, dw, db = _grad_pass(
                 xk, tk, w, b, inner if fused else (False,) * 3, cfg, loss_too=True, aug=aug, mask=mask
             )
@@ -72,7 +88,7 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         return loss
 
     @staticmethod
-    def backward(ctx, grad_loss):  # type: ignore[override]
+    def backward(ctx: Any, grad_loss: Tensor) -> tuple[Tensor | None, ...]:
         cfg, needs = ctx.cfg, ctx.needs
         with torch.autocast(cfg.device_type, enabled=False):
             if cfg.recompute:
@@ -98,19 +114,20 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         return dx, dw, db, ds, dc, None, None, None
 
 
-def _fused_grads(ctx) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+def _fused_grads(ctx: Any) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
     """The fused schedule's (dx, dW_eff, db) of the sum of token losses, computed in forward.
 
     In float32 and lower precisions they are handed over once, to be scaled in place (no (V, d_t)
     copy), so a second backward through the same loss is refused. In float64, the dtype of gradient
     checks, copies are handed over and backward may run again (retain_graph=True, gradcheck)."""
-    grads = getattr(ctx, "grads", None)
+    grads = getattr(ctx, "grads", None)  # foreign: torch's autograd ctx, whose grads go once handed over
     if grads is None:
         raise RuntimeError(
             "the chunked loss (impl='chunked') can be backpropagated only once in float32 and lower "
             "precisions; use impl='recompute' or 'plain' to backpropagate through it repeatedly"
         )
     if ctx.cfg.acc_dtype == torch.float64:
-        return tuple(None if t is None else t.clone() for t in grads)
+        dx, dw, db = (None if t is None else t.clone() for t in grads)
+        return dx, dw, db
     del ctx.grads
     return grads

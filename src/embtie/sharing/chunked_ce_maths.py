@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from embtie.sharing.chunked_ce_config import _Config
+from embtie.sharing.chunked_ce_config import _Config, _matrix
 from embtie.sharing.chunked_ce_workspace import _ones, _Workspace
 
 
@@ -30,15 +30,16 @@ def _chunk_logprobs(
     else:
         u = (ws.z if ws.u is None else ws.u)[:r]
         if b is not None:
-            torch.addmm(b, xc, w.t(), out=u)
+            torch.addmm(b, xc, _matrix(w).t(), out=u)
         else:
-            torch.mm(xc, w.t(), out=u)
+            torch.mm(xc, _matrix(w).t(), out=u)
     z = ws.z[:r]
     if u.data_ptr() != z.data_ptr():  # bf16 (or structured) matmul output -> acc dtype, into the buffer
         z.copy_(u)
     lp = ws.lp[:r]
     if cfg.cap is None:
         return torch.log_softmax(z, dim=1, out=lp), None
+    assert ws.zc is not None  # allocated by _Workspace.ensure for a capped head
     t = z.div_(cfg.cap).tanh_()
     return torch.log_softmax(torch.mul(t, cfg.cap, out=ws.zc[:r]), dim=1, out=lp), t
 
@@ -47,7 +48,8 @@ def _chunk_logz(lp: Tensor, tc: Tensor, cfg: _Config, ws: _Workspace) -> Tensor:
     """(c,) log Z of each token's (soft-capped) logits, read off at the target: z[t] - lp[t] (no
     pass over the chunk: the logits are still in the workspace after ``_chunk_logprobs``)."""
     r = lp.shape[0]
-    z = ws.z[:r] if cfg.cap is None else ws.zc[:r]
+    zc = ws.zc
+    z = ws.z[:r] if cfg.cap is None or zc is None else zc[:r]
     col = tc.unsqueeze(1)
     return (z.gather(1, col) - lp.gather(1, col)).squeeze(1)
 
@@ -133,9 +135,9 @@ def _contract(
         if cfg.structured is not None:
             dx.copy_(cfg.structured.transpose(dzc))
         elif dx.dtype == dzc.dtype:
-            torch.mm(dzc, w, out=dx)
+            torch.mm(dzc, _matrix(w), out=dx)
         else:
-            dx.copy_(dzc @ w)
+            dx.copy_(dzc @ _matrix(w))
 
 
 def _smoothing_correction(
@@ -152,14 +154,14 @@ def _smoothing_correction(
     ``mask`` (N,) float 0/1 and n the kept count (a tensor) on the masked path."""
     if not cfg.eps or cfg.cap is not None or (mask is None and n == 0):
         return
-    v = cfg.structured.vocab_size if cfg.structured is not None else w.shape[0]
+    v = cfg.structured.vocab_size if cfg.structured is not None else _matrix(w).shape[0]
     c = cfg.eps / v
     acc = cfg.acc_dtype
     if dx is not None:
         if cfg.structured is not None:
             col = cfg.structured.transpose(xk.new_ones(1, v, dtype=acc)).squeeze(0)
         else:
-            col = w.to(acc).sum(dim=0)
+            col = _matrix(w).to(acc).sum(dim=0)
         dx.sub_((c * col).to(dx.dtype))
         if mask is not None:
             dx.mul_(mask.unsqueeze(1))

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from embtie.errors import DataError
-from embtie.sharing.chunked_ce_config import _Config
+from embtie.sharing.chunked_ce_config import _Config, _matrix
 from embtie.sharing.chunked_ce_maths import (
     _chunk_grad,
     _chunk_logprobs,
@@ -53,8 +53,8 @@ def _select_tokens(
         # no host sync: ignored tokens stay (target 0) and are masked; the kept count stays
         # on the device. Out-of-range targets are not checked here (the device's gather asserts).
         kf = keep.to(cfg.acc_dtype)
-        n_kept = kf.sum()
-        return None, x, torch.where(keep, targets, 0), (kf, n_kept), n_kept
+        count = kf.sum()
+        return None, x, torch.where(keep, targets, 0), (kf, count), count
     n_kept = int(keep.sum())
     if n_kept < targets.numel():
         idx = keep.nonzero().squeeze(1)
@@ -125,11 +125,14 @@ def _grad_pass(
     dev, acc = xk.device, cfg.acc_dtype
     n = xk.shape[0]
     dx = torch.empty(xk.shape, dtype=acc, device=dev) if needs[0] else None
-    dw = torch.empty(w.shape, dtype=acc, device=dev) if needs[1] and n else None
-    db = torch.zeros(b.shape, dtype=acc, device=dev) if needs[2] else None
+    dw = torch.empty(_matrix(w).shape, dtype=acc, device=dev) if needs[1] and n else None
+    db = None
+    if needs[2]:
+        assert b is not None  # the bias whose gradient is asked for
+        db = torch.zeros(b.shape, dtype=acc, device=dev)
     want = any(needs)
     total = torch.zeros((), dtype=acc, device=dev)
-    v = cfg.structured.vocab_size if cfg.structured is not None else w.shape[0]
+    v = cfg.structured.vocab_size if cfg.structured is not None else _matrix(w).shape[0]
     ws = _workspace(min(cfg.chunk, n), v, xk.shape[1], cfg, dev, dw is not None)
     for start in range(0, n, cfg.chunk):
         sl = slice(start, start + cfg.chunk)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from embtie.sharing.chunked_ce_config import _Config
+from embtie.sharing.chunked_ce_config import _Config, _matrix
 from embtie.sharing.chunked_ce_workspace import _matrix_buffer
 from embtie.sharing.head import accumulation_dtype
 
@@ -49,6 +49,7 @@ def _effective_weight(
     """(w, wa): W_eff = m W in the compute dtype (None for a structured head); with bias folding
     (``fold``) written into the first d_t columns of the reused [W_eff, b] buffer ``wa`` (else None)."""
     if fold:
+        weight = _matrix(weight)  # a structured head folds no bias
         d = weight.shape[1]
         wa = _matrix_buffer("w_aug", weight, weight.dtype, (weight.shape[0], d + 1))
         w = _scaled(weight, m, wa[:, :d]) if m is not None else wa[:, :d].copy_(weight)
@@ -78,16 +79,19 @@ def _norm_weight_grads(
     dL/dW_v = m_v dL/dW_eff[v] + p m_v <dL/dW_eff[v], W_v> / ||W_v||^2 W_v."""
     dw = ds = None
     dead, n, npart, m = norm
+    p = cfg.norm_power
+    assert p is not None
     acc = dwe.dtype  # cfg.acc_dtype: float32 (float64 for float64)
     w32 = weight.to(acc)
     # g_v = <dL/dW_eff[v], W_v> = dL/dm_v (before dwe is scaled in place)
     gm = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1).mul_(g)
     if needs[3]:
+        assert scale is not None  # it needs a gradient
         ds = gm * npart.to(acc)
         ds = (ds if scale.dim() == 1 else ds.sum()).to(scale.dtype)
     if needs[1]:
         n32, m32 = n.to(acc), m.to(acc)
-        k = (gm * m32 * cfg.norm_power / (n32 * n32)).masked_fill_(dead, 0.0)
+        k = (gm * m32 * p / (n32 * n32)).masked_fill_(dead, 0.0)
         dw = dwe.mul_((m32 * g).unsqueeze(1)).addcmul_(w32, k.unsqueeze(1))
     return dw, ds
 
@@ -99,6 +103,7 @@ def _scale_weight_grads(
     scale), dL/dW = m dL/dW_eff."""
     dw = ds = None
     if needs[3]:  # before dwe is scaled in place
+        assert scale is not None  # it needs a gradient
         w32 = weight.to(dwe.dtype)
         if scale.dim() == 1:
             ds = torch.mul(dwe, w32, out=_matrix_buffer("tmp", dwe, dwe.dtype)).sum(dim=1)
@@ -126,6 +131,7 @@ def _weight_grads(
     if dwe is None:
         return None, None
     if cfg.norm_power is not None:
+        assert norm is not None  # _row_norm_scale gives it whenever there is a norm power
         return _norm_weight_grads(dwe, weight, scale, g, needs, cfg, norm)
     return _scale_weight_grads(dwe, weight, scale, g, needs)
 

@@ -5,6 +5,7 @@ a loaded model uses the very same T. The input embedding E is learned and separa
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -19,7 +20,10 @@ from embtie.sharing.registry import register
 class FixedTargets(SharingStrategy):
     """z_i = t_i . g(h) with T (V, d_t) fixed; g = identity when d_t = d, else a learned d -> d_t map."""
 
-    def __init__(self, vocab_size: int, dim: int, *, target_dim: int | None = None, **options) -> None:
+    fixed_weight: Tensor
+    """(V, d_t) T, a buffer: saved with the weights, never trained."""
+
+    def __init__(self, vocab_size: int, dim: int, *, target_dim: int | None = None, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)
         if target_dim is None:
             target_dim = dim
@@ -35,7 +39,7 @@ class FixedTargets(SharingStrategy):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if getattr(self, "proj", None) is not None:
+        if self.proj is not None:
             self.proj.reset_parameters()
 
     @property
@@ -73,7 +77,7 @@ class Fixed(FixedTargets):
         target_init: str = "uniform",
         target_range: float = 10.0,
         normalize_rows: bool = True,
-        **options,
+        **options: Any,
     ) -> None:
         if target_init not in ("uniform", "normal"):
             raise ConfigError(f"option target_init={target_init!r} must be 'uniform' or 'normal'")

@@ -9,6 +9,8 @@ input path is multiplied by ``input_grad_scale``:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -21,12 +23,12 @@ class _ScaleGrad(torch.autograd.Function):
     """Identity forward; backward multiplies the incoming gradient by ``factor``."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, factor: float) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, x: Tensor, factor: float) -> Tensor:
         ctx.factor = factor
         return x.view_as(x)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         return grad * ctx.factor, None
 
 
@@ -43,7 +45,7 @@ class TiedGradScale(Tied):
     formula = "tied (input e_i; logit z_i = e_i . h); dL/dE = k * dL/dE|input + dL/dE|output"
     source = "Lopardo et al. 2026, arXiv 2603.26663 (input-gradient scaling)"
 
-    def __init__(self, vocab_size: int, dim: int, *, input_grad_scale: float = 2.0, **options) -> None:
+    def __init__(self, vocab_size: int, dim: int, *, input_grad_scale: float = 2.0, **options: Any) -> None:
         value = input_grad_scale
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or value == float("inf"):
             raise ConfigError(f"option input_grad_scale={value!r} must be a finite number >= 0")

@@ -3,6 +3,8 @@ hidden state, with a learned per-token logit scale s."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 
 from embtie.sharing.base import LogitMoments
@@ -23,15 +25,14 @@ class NGPT(L2Norm):
     formula = "input e_i/||e_i||; logit z_i = s_i (e_i/||e_i||) . (h/||h||), s learned per token"
     source = "Loshchilov et al. 2024, nGPT"
 
-    def __init__(self, vocab_size: int, dim: int, *, scale_init: float = 1.0, **options) -> None:
+    def __init__(self, vocab_size: int, dim: int, *, scale_init: float = 1.0, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)
         self.scale_init = float(scale_init)
         self.token_scale = nn.Parameter(self.weight.new_full((vocab_size,), dim**-0.5))
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if hasattr(self, "token_scale"):
-            nn.init.constant_(self.token_scale, self.dim**-0.5)
+        nn.init.constant_(self.token_scale, self.dim**-0.5)
 
     def effective_token_scale(self) -> Tensor:
         """(V,) the per-token logit scale s."""

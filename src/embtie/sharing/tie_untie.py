@@ -13,6 +13,8 @@ run resumed after the switch, and a model loaded for evaluation, use O.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -29,7 +31,10 @@ class TieUntie(Tied):
     formula = "tied (z_i = e_i . h) until step untie_at*total; then O <- E (and its optimizer moments), z_i = o_i . h"
     source = "modded-nanogpt record PR #178 (untie the LM head 2/3 through training)"
 
-    def __init__(self, vocab_size: int, dim: int, *, untie_at: float = 2.0 / 3.0, **options) -> None:
+    untied: Tensor
+    """0-d buffer, 1 once the matrices are untied (saved with the weights)."""
+
+    def __init__(self, vocab_size: int, dim: int, *, untie_at: float = 2.0 / 3.0, **options: Any) -> None:
         if isinstance(untie_at, bool) or not isinstance(untie_at, int | float) or not 0.0 <= untie_at <= 1.0:
             raise ConfigError(f"option untie_at={untie_at!r} must be a fraction of training in [0, 1]")
         self.untie_at = float(untie_at)
@@ -41,8 +46,10 @@ class TieUntie(Tied):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if hasattr(self, "out_weight"):
-            self.init_(self.out_weight)
+        self.init_(self.out_weight)
+
+    def separate_output_weight(self) -> nn.Parameter | None:
+        return self.out_weight
 
     @property
     def is_untied(self) -> bool:
@@ -74,7 +81,7 @@ class TieUntie(Tied):
         self.untied.fill_(1.0)
         self._is_untied = True
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # type: ignore[override]
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._is_untied = bool(self.untied)
 

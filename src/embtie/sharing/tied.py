@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 
 from embtie.sharing.base import LogitMoments, SharingStrategy
@@ -16,18 +18,20 @@ class Untied(SharingStrategy):
     formula = "input e_i; logit z_i = o_i . h (+ b_i), separate learned O"
     source = "Press & Wolf 2016 (untied); Shalev et al. (non-fixed)"
 
-    def __init__(self, vocab_size: int, dim: int, **options) -> None:
+    def __init__(self, vocab_size: int, dim: int, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)
         self.out_weight = nn.Parameter(self.weight.new_empty(vocab_size, dim))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        if hasattr(self, "out_weight"):
-            self.init_(self.out_weight)
+        self.init_(self.out_weight)
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
         return self.out_weight, None, None
+
+    def separate_output_weight(self) -> nn.Parameter | None:
+        return self.out_weight
 
     def _step0_moments(self) -> LogitMoments:
         v = self.dim * self.init_std**2
@@ -42,9 +46,11 @@ class Tied(SharingStrategy):
     formula = "input e_i; logit z_i = e_i . h"
     source = "Press & Wolf 2016; Liu et al. baseline (U = W, b = 0)"
 
-    def __init__(self, vocab_size: int, dim: int, **options) -> None:
+    def __init__(self, vocab_size: int, dim: int, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)
-        self.reset_parameters()
+        # Tied's own draw, not self.reset_parameters(): the tensors a subclass adds (tie-untie's O, a
+        # projection) do not exist yet; the subclass's constructor draws everything once they do.
+        Tied.reset_parameters(self)
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
         return self.weight, None, None
@@ -64,5 +70,5 @@ class TiedLogInit(Tied):
     formula = "tied, E ~ N(0, (ln V / d)^2)"
     source = "Su 2023"
 
-    def __init__(self, vocab_size: int, dim: int, *, init_std: float | str = "log_v_over_d", **options) -> None:
+    def __init__(self, vocab_size: int, dim: int, *, init_std: float | str = "log_v_over_d", **options: Any) -> None:
         super().__init__(vocab_size, dim, init_std=init_std, **options)

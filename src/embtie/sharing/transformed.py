@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -43,7 +45,7 @@ class TiedProj(Tied):
         proj_reg_tokens: float = 400.0,
         proj_bias: bool = False,
         proj_init: str = "same",
-        **options,
+        **options: Any,
     ) -> None:
         if isinstance(proj_reg, bool) or not isinstance(proj_reg, int | float) or proj_reg < 0:
             raise ConfigError(f"option proj_reg={proj_reg!r} must be a number >= 0")
@@ -62,9 +64,7 @@ class TiedProj(Tied):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        proj = getattr(self, "proj", None)
-        if proj is None:
-            return
+        proj = self.proj
         if self.proj_init == "same":
             self.init_(proj.weight)
         elif self.proj_init == "orthogonal":
@@ -89,10 +89,15 @@ class TiedProj(Tied):
         return LogitMoments(0.0, s * s * ph2, 0.0, s * s * ph2)
 
 
-_ACTIVATIONS = {"none": None, "gelu": F.gelu, "tanh": torch.tanh, "relu": F.relu}
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor] | None] = {
+    "none": None,
+    "gelu": F.gelu,
+    "tanh": torch.tanh,
+    "relu": F.relu,
+}
 
 
-def _second_moment(act) -> float:
+def _second_moment(act: Callable[[Tensor], Tensor] | None) -> float:
     """E[act(x)^2] for x ~ N(0, 1), by quadrature."""
     if act is None:
         return 1.0
@@ -117,7 +122,7 @@ class TiedBert(Tied):
         activation: str = "none",
         transform_bias: bool = False,
         norm: str = "none",
-        **options,
+        **options: Any,
     ) -> None:
         if activation not in _ACTIVATIONS:
             raise ConfigError(f"option activation={activation!r} must be one of {', '.join(_ACTIVATIONS)}")
@@ -128,7 +133,7 @@ class TiedBert(Tied):
         self.activation = activation
         super().__init__(vocab_size, dim, **options)
         self.dense = nn.Linear(dim, dim, bias=transform_bias)
-        self.norm: nn.Module | None = {
+        self.norm: nn.LayerNorm | nn.RMSNorm | None = {
             "none": None,
             "layernorm": nn.LayerNorm(dim),
             "rmsnorm": nn.RMSNorm(dim),
@@ -137,9 +142,7 @@ class TiedBert(Tied):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        dense = getattr(self, "dense", None)
-        if dense is None:
-            return
+        dense = self.dense
         nn.init.orthogonal_(dense.weight)
         if dense.bias is not None:
             nn.init.zeros_(dense.bias)
@@ -172,7 +175,7 @@ class TiedShuffle(Tied):
     formula = "input e_i; logit z_i = e_i . S(h), S swaps the halves of h (or group shuffle)"
     source = "Su 2023 (parameter-free)"
 
-    def __init__(self, vocab_size: int, dim: int, *, groups: int | None = None, **options) -> None:
+    def __init__(self, vocab_size: int, dim: int, *, groups: int | None = None, **options: Any) -> None:
         if groups is None:
             if dim % 2:
                 raise ConfigError(f"tied-shuffle swaps the two halves of h, so dim={dim} must be even")

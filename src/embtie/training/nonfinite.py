@@ -32,7 +32,7 @@ def grad_norm(model: nn.Module, clip: float | None) -> torch.Tensor:
         return torch.nn.utils.clip_grad_norm_(params, clip)
     if not params:
         return torch.zeros(())
-    return torch.nn.utils.get_total_norm([p.grad for p in params])
+    return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
 
 
 def step_is_finite(loss: torch.Tensor, gnorm: torch.Tensor, rt: runtime.Runtime) -> bool:

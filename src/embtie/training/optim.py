@@ -1,7 +1,8 @@
 """Optimizer with explicit parameter groups, and learning-rate schedules as pure functions of the step.
 
 Parameter groups (each with its own weight decay, set explicitly):
-- ``embedding``: the strategy's vocabulary-sized matrices (E, a separate O): ``embedding_weight_decay``;
+- ``embedding``: the vocabulary tables (``VocabularyTables.vocabulary_tables()``: E, a separate O, a
+  separate encoder embedding, adaptive's cluster tables): ``embedding_weight_decay``;
 - ``decay``: every other matrix (ndim >= 2): ``weight_decay``;
 - ``no_decay``: vectors and scalars (biases, norm gains, learned scales): 0;
 - ``lr_xM``: parameters a module gives its own learning rate M x lr (``lr_multipliers()``, e.g. a
@@ -13,28 +14,23 @@ The schedule is a function of the step alone (``lr_factor``), so resuming needs 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
 from embtie.config import TrainConfig
+from embtie.sharing.capabilities import VocabularyTables
 
 
-def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
+def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]:
     """Trainable parameters of ``model`` split into embedding / decay / no_decay groups (each named).
 
     A parameter reachable under two names (tied modules) appears once.
     """
-    # Vocabulary-sized matrices of every input/output table: the sharing object(s), and a separate
-    # encoder embedding (modules that mark themselves with ``holds_vocabulary_tables``).
-    emb_ids: set[int] = set()
-    for module in model.modules():
-        if getattr(module, "holds_vocabulary_tables", False):
-            vocab = module.vocab_size
-            emb_ids |= {id(p) for p in module.parameters() if p.dim() == 2 and p.shape[0] == vocab}
-            tables = getattr(module, "vocabulary_tables", None)  # tables of other shapes (adaptive clusters)
-            emb_ids |= {id(p) for p in tables()} if callable(tables) else set()
-    mults = _lr_multipliers(model)
+    holders = [m for m in model.modules() if isinstance(m, VocabularyTables)]
+    emb_ids = {id(p) for m in holders for p in m.vocabulary_tables()}
+    mults = {id(getattr(m, name)): float(x) for m in holders for name, x in m.lr_multipliers().items()}
     groups: dict[str, list[nn.Parameter]] = {"embedding": [], "decay": [], "no_decay": []}
     seen: set[int] = set()
     for p in model.parameters():  # parameters() already deduplicates shared tensors
@@ -54,21 +50,11 @@ def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:
     for k, v in groups.items():
         if not v:
             continue
-        group = {"name": k, "params": v, "weight_decay": decay.get(k, 0.0)}
+        group: dict[str, Any] = {"name": k, "params": v, "weight_decay": decay.get(k, 0.0)}
         if k.startswith("lr_x"):
             group["lr_mult"] = mults[id(v[0])]
         out.append(group)
     return out
-
-
-def _lr_multipliers(model: nn.Module) -> dict[int, float]:
-    """{id(parameter): lr multiple} from every module with ``lr_multipliers()`` (see that method)."""
-    found: dict[int, float] = {}
-    for module in model.modules():
-        declared = getattr(module, "lr_multipliers", None)
-        if callable(declared):
-            found |= {id(getattr(module, name)): float(m) for name, m in declared().items()}
-    return found
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -76,7 +62,7 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
     # fused: one kernel per step instead of a dozen elementwise passes over every tensor
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, fused=True)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.betas[0], cfg.betas[1]), eps=cfg.eps, fused=True)
 
 
 def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from torch.nn.parallel import DistributedDataParallel
 from embtie import runtime
 from embtie.config import TrainConfig
 from embtie.errors import ConfigError
+from embtie.sharing.base import SharingStrategy
 
 SHARING_FORWARD_METHODS = ("embed", "logits", "loss", "regularization")
 """the strategy methods a model or task calls in a forward pass (each gathers the unit under FSDP)."""
@@ -37,7 +38,7 @@ SHARING_FORWARD_METHODS = ("embed", "logits", "loss", "regularization")
 class Shardable(Protocol):
     """A model that FSDP can shard: it lists its repeated blocks and holds its strategy as ``sharing``."""
 
-    sharing: nn.Module
+    sharing: SharingStrategy
 
     def fsdp_units(self) -> list[nn.Module]:
         """The submodules sharded one by one (e.g. the transformer blocks), in forward order."""
@@ -71,8 +72,7 @@ def shard_model(model: nn.Module) -> nn.Module:
         fully_shard(unit)
     fully_shard(model.sharing)
     for method in SHARING_FORWARD_METHODS:
-        if callable(getattr(model.sharing, method, None)):
-            register_fsdp_forward_method(model.sharing, method)
+        register_fsdp_forward_method(model.sharing, method)
     fully_shard(model)
     return model
 
@@ -82,7 +82,7 @@ def prepare(model: nn.Module, objective: nn.Module, tc: TrainConfig, rt: runtime
     as ``train.parallel`` asks, then compiled when ``train.compile``. Under fsdp, ``model`` is sharded in
     place, so build the optimizer from it only after this call."""
     if uses_fsdp(tc, rt):
-        if getattr(tc, "path_probe", 0):
+        if tc.path_probe:
             raise ConfigError(
                 "train.path_probe runs forward passes on rank 0 alone, which a sharded model cannot; "
                 "set train.path_probe=0 or train.parallel=ddp"
@@ -92,7 +92,7 @@ def prepare(model: nn.Module, objective: nn.Module, tc: TrainConfig, rt: runtime
         dev = rt.device
         objective = DistributedDataParallel(objective, device_ids=[dev.index] if dev.type == "cuda" else None)
     if tc.compile:
-        objective = torch.compile(objective)
+        objective = cast(nn.Module, torch.compile(objective))  # a compiled module is a module (OptimizedModule)
     return objective
 
 
@@ -109,8 +109,13 @@ def gradient_sync(objective: nn.Module, model: nn.Module, sync: bool) -> Iterato
             yield
         finally:
             model.set_requires_gradient_sync(True)
-    elif isinstance(getattr(objective, "_orig_mod", objective), DistributedDataParallel):
-        with getattr(objective, "_orig_mod", objective).no_sync():
+    elif isinstance(wrapped := _uncompiled(objective), DistributedDataParallel):
+        with wrapped.no_sync():
             yield
     else:
         yield
+
+
+def _uncompiled(objective: nn.Module) -> nn.Module:
+    """The module ``torch.compile`` wrapped, or ``objective`` itself when it is not compiled."""
+    return getattr(objective, "_orig_mod", objective)  # foreign: torch.compile's wrapper module

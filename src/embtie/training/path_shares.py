@@ -28,6 +28,7 @@ from torch import nn
 
 from embtie.analysis.row_updates import row_parameters, split_row_gradients
 from embtie.rundir import checkpoints
+from embtie.sharing.base import strategy_of
 
 FILE = "path_shares.npz"
 BANDS = ("frequent", "middle", "rare")
@@ -59,7 +60,7 @@ class PathShareProbe:
 
     def __init__(self, task: Any, model: nn.Module, out: Path, n_batches: int, device: torch.device) -> None:
         self.task, self.model, self.path = task, model, Path(out) / FILE
-        self.sharing = model.sharing
+        self.sharing = strategy_of(model)
         self.v = self.sharing.vocab_size
         n = min(n_batches, task.steps_per_epoch(1))
         self.batches = [task.train_batch(0, i, 0, 1, device) for i in range(n)]
@@ -99,7 +100,7 @@ class PathShareProbe:
             for batch in self.batches:
                 state = {"carry": carry}
 
-                def loss_fn(b, state=state):
+                def loss_fn(b: Any, state: dict[str, Any] = state) -> torch.Tensor:
                     out, new_carry = self.task.loss(self.model, b, state["carry"])
                     state["carry"] = new_carry
                     return out.objective

@@ -37,7 +37,8 @@ SCATTER = StateDictOptions(full_state_dict=True, strict=True)
 
 def gather_weights(model: nn.Module) -> dict[str, Tensor]:
     """{name: whole tensor} on rank 0 (every parameter and persistent buffer), {} on the others."""
-    return get_model_state_dict(model, options=GATHER)
+    weights: dict[str, Any] = get_model_state_dict(model, options=GATHER)
+    return weights
 
 
 def _param_names(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:
@@ -49,7 +50,7 @@ def _param_names(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[str
 def gather_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """The optimizer's whole state_dict keyed by parameter index (as ``optimizer.state_dict()`` of the
     unsharded model) on rank 0, {} on the others."""
-    full = get_optimizer_state_dict(model, optimizer, options=GATHER)
+    full: dict[str, Any] = get_optimizer_state_dict(model, optimizer, options=GATHER)
     if not full:
         return {}
     index = {n: i for i, n in enumerate(_param_names(model, optimizer))}
@@ -62,7 +63,7 @@ def load_weights(model: nn.Module, ckpt: Path) -> None:
     """Load ``ckpt/model.safetensors`` (the single-process format) into the shards of ``model``."""
     path = Path(ckpt) / "model.safetensors"
     try:
-        weights = load_file(str(path))
+        weights: dict[str, Any] = load_file(str(path))
         set_model_state_dict(model, weights, options=SCATTER)
     except Exception as e:  # unreadable file, or weights of another model
         why = str(e).strip().splitlines()
@@ -76,7 +77,7 @@ def load_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, ckpt: Pat
     tensors = load_file(str(Path(ckpt) / "optim.safetensors"))
     by_index = checkpoints.optimizer_state(tensors, state["optimizer"])
     names = _param_names(model, optimizer)
-    full = {
+    full: dict[str, Any] = {
         "state": {names[i]: st for i, st in by_index["state"].items()},
         "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in by_index["param_groups"]],
     }

@@ -1,28 +1,19 @@
-"""The summary of a finished run (RUN_DIR/summary.json) and the parameter counts it reports."""
+"""The summary of a finished run (RUN_DIR/summary.json)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from torch import nn
-
 from embtie import runtime, seeding
+from embtie.analysis.param_counts import ParameterCounts
 from embtie.config import RunConfig
 from embtie.training.state import TrainState
-
-
-def param_counts(model: nn.Module) -> dict[str, int]:
-    """Learned elements of the whole model (shared tensors once) and fixed elements of its strategy."""
-    learned = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    strategy = getattr(model, "sharing", None)
-    counts = strategy.parameter_counts() if strategy is not None else {"learned": 0, "fixed": 0}
-    return {"params_learned": learned, "params_fixed": counts["fixed"], "params_sharing_learned": counts["learned"]}
 
 
 def summary_record(
     cfg: RunConfig,
     state: TrainState,
-    counts: dict[str, int],
+    counts: ParameterCounts,
     steps: int,
     steps_per_epoch: int,
     elapsed: float,
@@ -42,7 +33,7 @@ def summary_record(
         "best_valid_step": state.best_valid_step,
         "step0_loss": state.step0_loss,
         "train_loss": state.last_train_loss,
-        **counts,
+        **counts.summary_fields(),
         "tokens_per_s": tokens_per_s,
         "tokens_seen": state.tokens_seen,
         "steps": steps,

@@ -21,8 +21,11 @@ from typing import Any
 import torch
 
 from embtie import progress, runtime, tasks
+from embtie.analysis.param_counts import count_parameters
 from embtie.config import RunConfig
 from embtie.rundir import checkpoints
+from embtie.sharing.base import strategy_of
+from embtie.sharing.capabilities import VocabularyTables
 from embtie.training import monitor, nonfinite, parallel, resume
 from embtie.training.clock import Clock
 from embtie.training.metrics_log import MetricsLog
@@ -30,7 +33,7 @@ from embtie.training.objective import Objective
 from embtie.training.optim import build_optimizer, lr_factor, set_lr, total_steps
 from embtie.training.path_shares import PathShareProbe
 from embtie.training.state import TrainState
-from embtie.training.summary import param_counts, summary_record
+from embtie.training.summary import summary_record
 from embtie.training.train_log import TrainLog
 
 
@@ -67,9 +70,10 @@ class Trainer:
         if self.tc.path_probe and rt.is_main:
             self.probe = PathShareProbe(self.task, self.model, self.out, self.tc.path_probe, rt.device)
             self.probe.resume(self.state.step if ckpt is not None else -1)
-        self.step_hooks = [m.on_train_step for m in self.model.modules() if hasattr(m, "on_train_step")]
-        """modules' ``on_train_step(step, total, optimizer)``, found once instead of at every step."""
-        self.counts = param_counts(self.model)
+        self.step_hooks = [m.on_train_step for m in self.model.modules() if isinstance(m, VocabularyTables)]
+        """the ``on_train_step(step, total, optimizer)`` of the strategy (and of any other vocabulary
+        table), found once instead of at every step."""
+        self.counts = count_parameters(self.model, strategy_of(self.model))
         self.clock = Clock(self.state.elapsed, rt.device)
         bar = progress.bar(total=self.total, desc=cfg.sharing.name, unit="step", leave=True, initial=self.state.step,
                            enabled=rt.is_main and self.tc.progress)  # fmt: skip

@@ -1,0 +1,33 @@
+"""What the training loop asks of a module that holds vocabulary tables.
+
+A sharing strategy is one such module (``SharingStrategy`` inherits ``VocabularyTables``); a module
+that only embeds, such as a translation encoder's separate source embedding, is another. The training
+loop finds them with ``isinstance`` and calls the methods declared here, whose defaults describe a
+module that needs nothing special: its 2-d tables of ``vocab_size`` rows go in the optimizer's
+embedding group, every parameter uses train.lr, and nothing happens between optimizer steps.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class VocabularyTables(nn.Module):
+    """A module with tables indexed by token id (subclasses set ``vocab_size``)."""
+
+    vocab_size: int
+
+    def vocabulary_tables(self) -> list[nn.Parameter]:
+        """The parameters that get the optimizer's embedding group (``embedding_weight_decay``): by default
+        every 2-d parameter with ``vocab_size`` rows (E, a separate O)."""
+        return [p for p in self.parameters() if p.dim() == 2 and p.shape[0] == self.vocab_size]
+
+    def lr_multipliers(self) -> dict[str, float]:
+        """{attribute name of a parameter: its learning rate as a multiple of train.lr} for the parameters
+        that do not use train.lr itself (read by ``embtie.training.optim.param_groups``)."""
+        return {}
+
+    def on_train_step(self, step: int, total_steps: int, optimizer: torch.optim.Optimizer | None = None) -> None:
+        """Called by the trainer before optimizer step ``step`` (0-based) of ``total_steps``, with the
+        optimizer whose state a change of parameters may need to carry over."""
