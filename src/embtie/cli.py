@@ -1,6 +1,7 @@
 """The ``embtie`` command: one entry point, one module per subcommand under ``embtie.commands``.
 
-Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION`` (its --help text), ``add_arguments(parser)``
+and ``run(args) -> int``.
 Errors derived from ``EmbtieError`` (bad options, missing data), files that cannot be read or written
 (``OSError``) and command-line mistakes print as one line ``embtie CMD: error: ...``, exit status 2;
 any other exception prints one line too (exit status 1), naming ``--debug``, which re-raises it with
@@ -80,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod = _load(module)
         if mod is None:
             continue
-        p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        p = sub.add_parser(name, help=mod.HELP, description=mod.DESCRIPTION)
         mod.add_arguments(p)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback")
         p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
@@ -114,16 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     if extra:
         target = next((a for a in ("overrides", "args") if isinstance(getattr(args, a, None), list)), None)
         if target is None or any(a.startswith("-") for a in extra):
-            sub = f"embtie {args.command}" if getattr(args, "command", None) else "embtie"
+            command = getattr(args, "command", None)  # foreign: argparse's Namespace
+            sub = f"embtie {command}" if command else "embtie"
             parser.exit(2, f"{sub}: error: unrecognized arguments: {' '.join(extra)}; see `{sub} --help`\n")
         getattr(args, target).extend(extra)
-    if not getattr(args, "_run", None):
+    if not getattr(args, "_run", None):  # foreign: argparse's Namespace
         parser.print_help()
         print(f"embtie: error: no command given; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    debug = bool(getattr(args, "debug", False))
+    debug = bool(getattr(args, "debug", False))  # foreign: argparse's Namespace
     prefix = f"embtie {args.command}"
-    with _quiet(bool(getattr(args, "quiet", False))):
+    with _quiet(bool(getattr(args, "quiet", False))):  # foreign: argparse's Namespace
         return _run(args, prefix, debug)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 HELP = "average the weights of a run's last N checkpoints into checkpoints/avg-lastN"
+DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from embtie.commands.common import device_arg, positive_int, read_run_config
 
 HELP = "caption image files with a trained captioning run"
+DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

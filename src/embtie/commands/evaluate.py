@@ -23,6 +23,7 @@ from embtie.commands.common import device_arg, positive_int
 from embtie.rundir.checkpoints import write_atomic
 
 HELP = "perplexity of a trained run on a split or a user-supplied file (writes RUN_DIR/eval.json)"
+DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

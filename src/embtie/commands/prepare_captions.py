@@ -10,6 +10,7 @@ from pathlib import Path
 from embtie.commands.common import positive_int
 
 HELP = "extract the image features of a captioning dataset into the feature cache (resumable)"
+DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

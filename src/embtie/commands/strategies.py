@@ -7,6 +7,7 @@ import argparse
 from embtie import sharing
 
 HELP = "list every sharing strategy with its formula and the paper it comes from"
+DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

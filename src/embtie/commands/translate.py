@@ -7,6 +7,7 @@ import argparse
 from embtie.commands.common import device_arg, positive_int, read_run_config, read_stdin_lines
 
 HELP = "translate sentences (one per line, stdin or --input) with a trained translation run"
+DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,7 +26,8 @@ def default_jobs() -> int:
     """Runs at once in the default job: one per core, at most 2 (each run uses one thread)."""
     import os
 
-    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()  # foreign: os
+    return max(1, min(2, cores or 1))
 
 
 def train_and_analyse(cfg: RunConfig, run_dir: Path) -> tuple[Summary, float]:
