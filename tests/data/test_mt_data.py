@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from embtie import sharing
-from embtie.data.batching import BucketedPairs, make_batch
-from embtie.data.mt import load_parallel, load_user_files
+from embtie.data.pair_batches import BucketedPairs, make_batch
+from embtie.data.parallel_corpora import load_parallel, load_user_files
 from embtie.data.subwords import BOS, EOS, PAD, Subwords, train_subwords
 from embtie.errors import DataError
 

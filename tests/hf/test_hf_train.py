@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 import transformers
 
 import embtie.hf as eh
-from embtie.data.lm import Vocab, load_tokens
+from embtie.data.lm_corpora import Vocab, load_tokens
 from embtie.hf.lm_data import LMBlocks
 from embtie.hf.tiny import tiny_model
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from embtie import models, sharing
 from embtie.config import load_config
-from embtie.data.lm import Vocab
+from embtie.data.lm_corpora import Vocab
 from embtie.errors import ConfigError
 from embtie.tasks.lm import LMTask
 from embtie.training.optim import param_groups

@@ -18,7 +18,7 @@ import torch
 from embtie import sharing
 from embtie.cli import main
 from embtie.config import config_from_dict
-from embtie.data import captions as capdata
+from embtie.data import caption_corpus as capdata
 from embtie.data.image_features import build_feature_cache, cached_names, encode_files, load_features
 from embtie.data.subwords import BOS, EOS
 from embtie.errors import DataError

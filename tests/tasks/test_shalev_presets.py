@@ -12,8 +12,8 @@ from safetensors.torch import load_file
 
 from embtie.cli import main
 from embtie.config import load_config
-from embtie.data.batching import BucketedPairs
 from embtie.data.files import data_root
+from embtie.data.pair_batches import BucketedPairs
 from embtie.data.subwords import BOS, EOS, PAD, UNK
 from embtie.data.vocabs import learn_vocabs, load_vocabs, save_vocab
 from embtie.data.word_vocab import WordVocab

@@ -2,7 +2,7 @@
 'embtie[caption]'``): BLEU-1..4, METEOR (Java), ROUGE-L and CIDEr, all x100 as papers report them.
 
 Captions are scored as given: hypotheses and references are already tokenized and lowercased
-(``embtie.data.captions.tokenize``), so the PTB tokenizer step of the COCO toolkit is not run.
+(``embtie.data.caption_corpus.tokenize``), so the PTB tokenizer step of the COCO toolkit is not run.
 SPICE is left out (it downloads models at run time).
 """
 

@@ -9,7 +9,7 @@ import torch
 from embtie import sharing
 from embtie.analysis.initial_loss import initial_loss_table
 from embtie.analysis.properties import PAPER_CLAIMS, measure_properties
-from embtie.data.lm import Vocab, load_tokens
+from embtie.data.lm_corpora import Vocab, load_tokens
 from embtie.errors import ConfigError
 
 # Why a measured property can disagree with Liu et al. (printed with the table when it happens).

@@ -74,7 +74,7 @@ def _check_inputs(args: argparse.Namespace) -> bool:
     from embtie import tasks
     from embtie.commands.common import read_run_config
     from embtie.data.files import read_user_text
-    from embtie.data.mt import load_user_files
+    from embtie.data.parallel_corpora import load_user_files
     from embtie.errors import ConfigError, DataError
     from embtie.tasks.capabilities import Captions, Translates
 

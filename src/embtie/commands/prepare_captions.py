@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from embtie.data.captions import read_split
+    from embtie.data.caption_corpus import read_split
     from embtie.data.image_features import build_feature_cache, default_feature_dir, default_image_dir, list_images
     from embtie.errors import DataError
     from embtie.models.image_encoders import build_encoder

@@ -1,11 +1,11 @@
-"""Word-level LM data (PTB, WikiText-2 from embtie.data.lm) as a dataset the transformers Trainer takes."""
+"""Word-level LM data (PTB, WikiText-2 from embtie.data.lm_corpora) as a dataset the transformers Trainer takes."""
 
 from __future__ import annotations
 
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from embtie.data.lm import Vocab, load_tokens
+from embtie.data.lm_corpora import Vocab, load_tokens
 from embtie.errors import ConfigError
 
 

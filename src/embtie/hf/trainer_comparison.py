@@ -19,7 +19,7 @@ import torch
 
 from embtie import sharing as catalogue
 from embtie.analysis.param_counts import count_parameters
-from embtie.data.lm import EOS
+from embtie.data.lm_corpora import EOS
 from embtie.errors import ConfigError, DataError
 from embtie.hf._require import require_transformers
 from embtie.hf.lm_data import lm_datasets

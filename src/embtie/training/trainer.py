@@ -32,8 +32,8 @@ from embtie.training.metrics_log import MetricsLog
 from embtie.training.objective import Objective
 from embtie.training.optim import build_optimizer, lr_factor, set_lr, total_steps
 from embtie.training.path_shares import PathShareProbe
+from embtie.training.run_summary import summary_record
 from embtie.training.state import TrainState
-from embtie.training.summary import summary_record
 from embtie.training.train_log import TrainLog
 
 

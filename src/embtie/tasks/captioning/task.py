@@ -31,7 +31,7 @@ from embtie.models.captioner import Captioner, FeatureKind
 from embtie.models.image_encoders import build_encoder
 from embtie.tasks.base import StepLoss, Task
 from embtie.tasks.capabilities import Captions
-from embtie.tasks.captioning import data, evaluation
+from embtie.tasks.captioning import evaluation, inputs
 from embtie.tasks.captioning.config import CaptionDataConfig
 from embtie.tasks.registry import register
 
@@ -57,14 +57,14 @@ class CaptioningTask(Task[Captioner], Captions[Captioner]):
     def __init__(self, cfg: RunConfig, vocab: WordVocab | None = None) -> None:
         super().__init__(cfg)
         self.data: CaptionDataConfig = cfg.data
-        self.corpus = data.CaptionCorpus(self.data, feature_kind(cfg), cfg.model.feature_dim)
+        self.corpus = inputs.CaptionCorpus(self.data, feature_kind(cfg), cfg.model.feature_dim)
         self._pairs: dict[str, CaptionPairs] = {}
         self._order: tuple[int, list[list[int]]] | None = None
         self.vocab = vocab if vocab is not None else self.corpus.learn_vocab()
 
     @classmethod
     def check_data(cls, cfg: RunConfig) -> None:
-        data.check_data(cfg.data)
+        inputs.check_data(cfg.data)
 
     # ------------------------------------------------------------------ data
     def references(self, split: str, path: str | Path | None = None) -> tuple[list[str], list[list[str]]]:

@@ -7,7 +7,7 @@
 """
 
 from embtie.tasks.lm.config import LMDataConfig
-from embtie.tasks.lm.data import LMBatch
+from embtie.tasks.lm.streams import LMBatch
 from embtie.tasks.lm.task import LMTask
 
 __all__ = ["LMBatch", "LMDataConfig", "LMTask"]

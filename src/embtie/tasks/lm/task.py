@@ -18,7 +18,7 @@ from torch import Tensor
 from embtie import progress, sharing
 from embtie.config import RunConfig
 from embtie.data.files import data_root, verify
-from embtie.data.lm import Vocab, split_file
+from embtie.data.lm_corpora import Vocab, split_file
 from embtie.errors import ConfigError, DataError
 from embtie.evaluation.loss_meter import LossMeter
 from embtie.models import model_class
@@ -26,7 +26,7 @@ from embtie.models.language_model import LanguageModel
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task
 from embtie.tasks.lm.config import LMDataConfig
-from embtie.tasks.lm.data import LMBatch, Streams, train_vocab
+from embtie.tasks.lm.streams import LMBatch, Streams, train_vocab
 from embtie.tasks.registry import register
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from embtie import progress
-from embtie.data.batching import make_batch, source_tensor, token_batches
+from embtie.data.pair_batches import make_batch, source_tensor, token_batches
 from embtie.data.subwords import PAD
 from embtie.errors import ConfigError
 from embtie.evaluation.beam_search import translate_ids
@@ -23,10 +23,10 @@ from embtie.evaluation.loss_meter import LossMeter
 from embtie.models.seq2seq import Seq2Seq
 from embtie.runtime import autocast
 from embtie.tasks.translation.config import MTDataConfig
-from embtie.tasks.translation.data import EncodedPairs, Vocab
+from embtie.tasks.translation.inputs import EncodedPairs, Vocab
 
 PRETOKENIZED_DATASETS = frozenset({"iwslt14"})
-"""datasets whose shipped text is already Moses-tokenized (``embtie.data.mt``): their tokenized BLEU
+"""datasets whose shipped text is already Moses-tokenized (``embtie.data.parallel_corpora``): their tokenized BLEU
 splits hypotheses and references on whitespace instead of tokenizing them again."""
 
 

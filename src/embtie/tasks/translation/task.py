@@ -3,7 +3,7 @@
 Loss: ``model.sharing.loss(h, y, ignore_index=PAD, label_smoothing)`` + ``model.regularization()``.
 Quality: ``translate`` (greedy or beam search, detokenized) and ``evaluate_translation`` (sacreBLEU and
 chrF on detokenized, cased text, with their signatures, and BLEU on tokenized text). The text,
-vocabularies and batches are ``embtie.tasks.translation.data``'s; decoding and scoring are
+vocabularies and batches are ``embtie.tasks.translation.inputs``'s; decoding and scoring are
 ``embtie.tasks.translation.evaluation``'s.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from embtie.config import RunConfig
-from embtie.data.batching import PairBatch
-from embtie.data.mt import ParallelText
+from embtie.data.pair_batches import PairBatch
+from embtie.data.parallel_corpora import ParallelText
 from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
 from embtie.errors import DataError
@@ -27,9 +27,9 @@ from embtie.sharing.base import SharingStrategy
 from embtie.tasks.base import StepLoss, Task
 from embtie.tasks.capabilities import Translates
 from embtie.tasks.registry import register
-from embtie.tasks.translation import data, evaluation
+from embtie.tasks.translation import evaluation, inputs
 from embtie.tasks.translation.config import MTDataConfig
-from embtie.tasks.translation.data import Vocab
+from embtie.tasks.translation.inputs import Vocab
 
 
 @register
@@ -45,13 +45,13 @@ class TranslationTask(Task[Seq2Seq], Translates[Seq2Seq]):
     def __init__(self, cfg: RunConfig, subwords: tuple[Vocab, Vocab] | None = None) -> None:
         super().__init__(cfg)
         self.data: MTDataConfig = cfg.data
-        self.src_sw, self.tgt_sw = subwords if subwords is not None else data.learn_vocabularies(self.data)
-        self.batches = data.TrainingBatches(self.data, cfg.seed, self.src_sw, self.tgt_sw)
-        self._encoded = data.EncodedSplits(self.src_sw, self.tgt_sw)
+        self.src_sw, self.tgt_sw = subwords if subwords is not None else inputs.learn_vocabularies(self.data)
+        self.batches = inputs.TrainingBatches(self.data, cfg.seed, self.src_sw, self.tgt_sw)
+        self._encoded = inputs.EncodedSplits(self.src_sw, self.tgt_sw)
 
     @classmethod
     def check_data(cls, cfg: RunConfig) -> None:
-        data.check_data(cfg.data)
+        inputs.check_data(cfg.data)
 
     @property
     def joint(self) -> bool:
@@ -93,7 +93,7 @@ class TranslationTask(Task[Seq2Seq], Translates[Seq2Seq]):
         self, split: str = "valid", src_file: str | Path | None = None, ref_file: str | Path | None = None
     ) -> ParallelText:
         """The ParallelText of a split of the configured dataset, or of user files."""
-        return data.split_text(self.data, split, src_file, ref_file)
+        return inputs.split_text(self.data, split, src_file, ref_file)
 
     def evaluate(
         self,
@@ -181,9 +181,9 @@ class TranslationTask(Task[Seq2Seq], Translates[Seq2Seq]):
 
     # ------------------------------------------------------------------ run directory
     def save(self, run_dir: Path) -> None:
-        data.save_vocabularies(self.data, run_dir, self.src_sw, self.tgt_sw)
+        inputs.save_vocabularies(self.data, run_dir, self.src_sw, self.tgt_sw)
 
     @classmethod
     def load(cls, cfg: RunConfig, run_dir: Path) -> TranslationTask:
         # None: re-learned (subwords from the cache) when the run dir lacks them
-        return cls(cfg, data.load_vocabularies(cfg.data, run_dir))
+        return cls(cfg, inputs.load_vocabularies(cfg.data, run_dir))

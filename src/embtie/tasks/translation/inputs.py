@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from embtie.data.batching import BucketedPairs, PairBatch, make_batch
 from embtie.data.files import data_root, verify
-from embtie.data.mt import ParallelText, check_pair, load_parallel, load_user_files, split_files
+from embtie.data.pair_batches import BucketedPairs, PairBatch, make_batch
+from embtie.data.parallel_corpora import ParallelText, check_pair, load_parallel, load_user_files, split_files
 from embtie.data.subwords import Subwords
 from embtie.data.vocabs import VOCAB_FILES, learn_vocabs, load_vocabs, save_vocab
 from embtie.data.word_vocab import WordVocab

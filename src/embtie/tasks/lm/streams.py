@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from embtie.data.files import data_root
-from embtie.data.lm import Vocab, load_tokens
+from embtie.data.lm_corpora import Vocab, load_tokens
 from embtie.errors import ConfigError, DataError
 from embtie.tasks.lm.config import LMDataConfig
 

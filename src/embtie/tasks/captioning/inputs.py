@@ -4,7 +4,7 @@
   own), and the features of the images, extracted once by a frozen encoder (``data.encoder``) into
   ``data.feature_dir`` by ``embtie prepare-captions`` (``embtie.data.image_features``).
 - Words as the paper: lowercased, words of letters and digits, those seen at least ``data.min_count``
-  (5) times in the training captions, the rest <unk> (``embtie.data.captions``, ``WordVocab``).
+  (5) times in the training captions, the rest <unk> (``embtie.data.caption_corpus``, ``WordVocab``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from torch import Tensor
 
-from embtie.data import captions as capdata
+from embtie.data import caption_corpus as capdata
 from embtie.data.files import data_root, verify
 from embtie.data.image_features import cached_names, load_features
 from embtie.data.word_vocab import WordVocab
