@@ -62,7 +62,7 @@ def large_cases() -> list[Case]:
 
 
 def factorized_cases() -> list[Case]:
-    """Factorized E = A B at r = d/4 (issue 17 target: the memory-lean loss <= 0.2x plain memory),
+    """Factorized E = A B at r = d/4 (target: the memory-lean loss <= 0.2x plain memory),
     next to the unfactorized strategies at the same size."""
     r = {"factor_rank": 128}
     return [

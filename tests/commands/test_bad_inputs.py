@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 16, item 1): the ways a user can get an input wrong in the first hour,
+"""The bad-input catalogue: the ways a user can get an input wrong in the first hour,
 and what embtie does about each.
 
 Command line: exit status != 0, exactly one non-empty line on stderr that names the problem (the bad

@@ -1,4 +1,4 @@
-"""Every strategy computes exactly its formula (DESIGN.md section 2), on both sides."""
+"""Every strategy computes exactly its formula (the strategy table in README.md), on both sides."""
 
 import math
 

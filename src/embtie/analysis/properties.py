@@ -19,7 +19,7 @@ import torch
 
 from embtie import sharing
 
-# What Liu et al. claim (their section 2.2, DESIGN.md section 3); None = the paper says nothing.
+# What Liu et al. claim (their section 2.2); None = the paper says nothing.
 PAPER_CLAIMS: dict[str, dict[str, bool]] = {
     "tied": {"identity": False, "normality": False, "unbiased": False},
     "l2norm": {"identity": True, "normality": True, "unbiased": True},
