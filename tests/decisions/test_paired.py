@@ -61,3 +61,18 @@ def test_margins_parse_and_refuse_nonsense():
         parse_margins("bleu")
     with pytest.raises(ConfigError, match="must be > 0"):
         parse_margins("bleu=0")
+
+
+def test_pairing_measures_the_variance_the_shared_seed_removes():
+    from embtie.decisions.pairing import pairing
+
+    rng = np.random.default_rng(0)
+    common = rng.normal(0, 10, 400)  # what the seed does to both strategies alike
+    base = 200 + common + rng.normal(0, 2, 400)
+    mine = 196 + common + rng.normal(0, 2, 400)
+    p = pairing(list(mine), list(base))
+    assert p.correlation > 0.9 and p.variance_removed > 0.9
+    assert p.sd_unpaired == pytest.approx(100 * np.sqrt(mine.var(ddof=1) + base.var(ddof=1)) / base.mean())
+    independent = pairing(list(196 + rng.normal(0, 10, 400)), list(base))
+    assert abs(independent.correlation) < 0.15 and abs(independent.variance_removed) < 0.2
+    assert math.isnan(pairing([1.0, 2.0], [1.0, 2.0]).correlation)

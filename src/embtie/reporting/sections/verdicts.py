@@ -3,8 +3,9 @@ common random numbers, with the margin, the test that decided, and the seeds an 
 
 from __future__ import annotations
 
-from embtie.comparison.verdicts import MetricVerdicts
+from embtie.comparison.verdicts import TESTED, MetricVerdicts, paired_values, primary_metric
 from embtie.decisions import Decision
+from embtie.decisions.pairing import pairing
 from embtie.reporting.document import Heading, Table, Text
 from embtie.reporting.sections.context import Block, ReportContext, p_cell
 
@@ -62,10 +63,41 @@ def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
     )
 
 
+def pairing_table(ctx: ReportContext, metric: str) -> Table | None:
+    """How closely each strategy's per-seed values follow tied's on ``metric`` and how much variance the
+    pairing removes (None below 3 paired seeds)."""
+    tested = next((m for m in TESTED if m.key == metric), None)
+    if tested is None:
+        return None
+    rows = []
+    for n in ctx.names:
+        if n == ctx.baseline:
+            continue
+        mine, base = paired_values(ctx.rows, n, ctx.baseline, tested)
+        p = pairing(mine, base) if len(mine) >= 3 else None
+        if p is not None:
+            rows.append([n, str(p.n), f"{p.correlation:.2f}", f"{p.sd_paired:.2f}%", f"{p.sd_unpaired:.2f}%",
+                         f"{100 * p.variance_removed:.0f}%"])  # fmt: skip
+    if not rows:
+        return None
+    header = ["strategy", "seeds", f"correlation with tied ({tested.label})", "sd of paired differences",
+              "sd if seeds were independent", "variance removed by pairing"]  # fmt: skip
+    return Table(
+        header,
+        rows,
+        "What pairing by seed buys: the per-seed values' correlation with tied, the spread of the per-seed "
+        "differences (percent of tied), the spread independent seeds would give, and the share of the "
+        "difference's variance that pairing removes (embtie.decisions.pairing).",
+    )
+
+
 def verdicts(ctx: ReportContext) -> list[Block]:
-    """One table per tested metric (nothing when no strategy has two seeds paired with the baseline)."""
+    """One table per tested metric (nothing when no strategy has two seeds paired with the baseline), and
+    what the pairing buys on the primary metric."""
     tested = list(ctx.comparison.verdicts.values())
     if not tested:
         return []
     blocks: list[Block] = [Heading("Verdicts: paired seeds and margins of equivalence"), Text(seeding_text(ctx))]
-    return blocks + [_table(ctx, v) for v in tested]
+    blocks += [_table(ctx, v) for v in tested]
+    gain = pairing_table(ctx, primary_metric(ctx.rows))
+    return blocks + ([gain] if gain is not None else [])
