@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "analyze",
     "hf-compare": "hf_compare",
     "export": "export",
+    "config": "config",
 }
 
 
@@ -55,7 +56,17 @@ class _Parser(argparse.ArgumentParser):
     and a "did you mean" for a mistyped command or choice."""
 
     def error(self, message: str) -> typing.NoReturn:
+        message = _drop_repeated_name(message)
         self.exit(2, f"{self.prog}: error: {message}{_did_you_mean(message)}; see `{self.prog} --help`\n")
+
+
+def _drop_repeated_name(message: str) -> str:
+    """``argument --jobs: --jobs 0 must be >= 1`` -> ``--jobs 0 must be >= 1`` (the checks of
+    ``embtie.commands.common`` name the argument themselves)."""
+    m = re.match(r"argument (\S+): ", message)
+    if m and any(message[m.end() :].startswith(f"{name} ") for name in m.group(1).split("/")):
+        return message[m.end() :]
+    return message
 
 
 def _did_you_mean(message: str) -> str:

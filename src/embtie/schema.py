@@ -222,13 +222,14 @@ def check(value: Any, tp: Any, key: str, spec: Setting | None = None, *, default
         raise ConfigError(f"{shown(key, value)} must be {describe(tp, spec)}{hint}{_default_hint(default)}") from None
     if out is None:
         return out
+    what = shown(key, out if isinstance(value, str) else value)  # "1e-4" from text shows as the number it is
     if _numbers_out_of_range(out, spec):
-        raise ConfigError(f"{shown(key, value)} must be {_range_words(out, tp, spec)}{_default_hint(default)}")
+        raise ConfigError(f"{what} must be {_range_words(out, tp, spec)}{_default_hint(default)}")
     if isinstance(out, list) and not _length_ok(out, spec):
-        raise ConfigError(f"{shown(key, value)} must be {describe(tp, spec)}{_default_hint(default)}")
+        raise ConfigError(f"{what} must be {describe(tp, spec)}{_default_hint(default)}")
     if spec.rule is not None and not spec.rule.test(out):
         text = spec.rule.text if isinstance(out, str) else describe(tp, spec)
-        raise ConfigError(f"{shown(key, value)} must be {text}{_default_hint(default)}")
+        raise ConfigError(f"{what} must be {text}{_default_hint(default)}")
     return out
 
 
@@ -397,6 +398,40 @@ def _describe_list(item: Any, spec: Setting) -> str:
     if spec.rule is not None:
         text += f": {spec.rule.text}"
     return text
+
+
+def allowed(tp: Any, spec: Setting | None = None) -> str:
+    """The allowed values of ``tp`` with ``spec`` for the configuration reference: ``>= 1``, ``adamw, sgd``,
+    ``> 0, sqrt_d, null (no scaling)``, ``2 items, each in [0, 1)``."""
+    spec = spec or Setting()
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        parts = [allowed(a, spec) for a in args if a is not type(None)]
+        if type(None) in args:
+            parts.append(f"null ({spec.null})" if spec.null else "null")
+        return ", ".join(dict.fromkeys(parts))
+    if origin is Literal:
+        return ", ".join(str(a) for a in args)
+    if origin is list:
+        count = f"{spec.length} items" if spec.length is not None else "1 or more items" if spec.min_length else "items"
+        item = args[0] if args else Any
+        if typing.get_origin(item) is list:
+            each = f"a list of {_PLURAL.get(typing.get_args(item)[0], 'values')} {spec.bounds()}".rstrip()
+        else:
+            each = allowed(item, Setting(gt=spec.gt, ge=spec.ge, lt=spec.lt, le=spec.le))
+        parts = [count] + ([] if each.startswith("any") else [f"each {each}"])
+        return "; ".join(parts + ([spec.rule.text] if spec.rule is not None else []))
+    if origin is dict:
+        return "a mapping of keys to values"
+    if tp is bool:
+        return "true, false"
+    if tp in (int, float):
+        return spec.bounds() or ("any integer" if tp is int else "any finite number")
+    if spec.choices is not None:
+        return ", ".join(spec.choices())
+    if spec.rule is not None:
+        return spec.rule.text
+    return "any text" if tp is str else "any"
 
 
 def type_name(tp: Any) -> str:

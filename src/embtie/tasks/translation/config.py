@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from embtie.data.subwords import MAX_VOCAB_SIZE
 from embtie.errors import ConfigError
 from embtie.schema import Declared, Setting
-
-SPM_MAX_VOCAB = 2**31 - 1
-"""SentencePiece reads vocab_size as a 32-bit integer."""
 
 
 @dataclass
@@ -64,7 +62,7 @@ class MTDataConfig(Declared):
             "SentencePiece vocabulary size (of each model when separate); at least the training text's distinct "
             "characters + 4 special ids; a size beyond what the text supports shrinks to it",
             ge=8,
-            le=SPM_MAX_VOCAB,
+            le=MAX_VOCAB_SIZE,
         ),
     ] = 8000
     max_tokens: Annotated[int, Setting("padded tokens (longer side x rows) per global training batch", ge=1)] = 4096
