@@ -119,7 +119,12 @@ def _os_error(e: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit as e:  # argparse has printed its one line; --help (status 0) exits as it did
+        if not e.code:
+            raise
+        return e.code if isinstance(e.code, int) else 2
     # Positional words may also come after options (`embtie train PRESET --out DIR lr=0.1`): argparse
     # fills a nargs='*' positional only once, so leftover words extend the command's list positional
     # (``overrides`` or ``args``); the command validates them.

@@ -183,9 +183,9 @@ def _read_declarations(cls: type) -> tuple[Declaration, ...]:
 
 
 class Declared:
-    """Base of a config dataclass whose fields are declared with ``setting``: making an instance (from a
-    file, ``dataclasses.replace`` or Python) converts and checks every field (``ConfigError`` naming
-    ``<section>.<field>``), then runs ``check()``, the rules that tie fields together."""
+    """Base of a config dataclass whose field types are annotated with a ``Setting``: making an instance
+    (from a file, ``dataclasses.replace`` or Python) converts and checks every field (``ConfigError``
+    naming ``<section>.<field>``), then runs ``check()``, the rules that tie fields together."""
 
     section: ClassVar[str] = ""
     """the keys' prefix: ``train``, ``data``, ``model`` (none for the run config's ``task`` and ``seed``)."""
@@ -216,7 +216,7 @@ def check(value: Any, tp: Any, key: str, spec: Setting | None = None, *, default
     ``key`` (``train.lr``, ``option softcap``, ``--seeds``), the value and what is allowed otherwise."""
     spec = spec or Setting()
     try:
-        out = _coerce(value, tp, spec)
+        out = _coerce(value, tp)
     except _Mismatch:
         hint = did_you_mean(value, _literals(tp)) if isinstance(value, str) else ""
         raise ConfigError(f"{shown(key, value)} must be {describe(tp, spec)}{hint}{_default_hint(default)}") from None
@@ -233,7 +233,7 @@ def check(value: Any, tp: Any, key: str, spec: Setting | None = None, *, default
     return out
 
 
-def _coerce(value: Any, tp: Any, spec: Setting) -> Any:
+def _coerce(value: Any, tp: Any) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
@@ -244,7 +244,7 @@ def _coerce(value: Any, tp: Any, spec: Setting) -> Any:
             if a is type(None):
                 continue
             try:
-                return _coerce(value, a, spec)
+                return _coerce(value, a)
             except _Mismatch:
                 pass
         raise _Mismatch
@@ -255,7 +255,7 @@ def _coerce(value: Any, tp: Any, spec: Setting) -> Any:
     if origin is list:
         if not isinstance(value, list | tuple):
             raise _Mismatch
-        return [_coerce(v, args[0], spec) for v in value] if args else list(value)
+        return [_coerce(v, args[0]) for v in value] if args else list(value)
     if origin is dict:
         if not isinstance(value, dict):
             raise _Mismatch
