@@ -154,7 +154,7 @@ class SharingStrategy(VocabularyTables):
         self.logit_scale_param: nn.Parameter | None = None
         self._logit_scale_lr = float(logit_scale_lr)
         if logit_scale != "learned" and self._logit_scale_lr != 1.0:
-            raise ConfigError(f"option logit_scale_lr={logit_scale_lr!r} needs logit_scale=learned")
+            raise ConfigError(f"option logit_scale_lr={self._logit_scale_lr:g} needs logit_scale=learned")
         if logit_scale == "learned":
             self.logit_scale_param = nn.Parameter(torch.tensor(float(logit_scale_init)))
         elif logit_scale == "inv_sqrt_d":
