@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from embtie.commands.common import device_arg
+from embtie.commands.common import device_arg, number_arg, path_arg
 
 if TYPE_CHECKING:
     from embtie.analysis.records import RunArrays, RunDiagnostics
@@ -20,8 +20,18 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `embtie train` or `embtie compare`")
-    parser.add_argument("--batches", type=int, default=8, help="training batches for the row-update counts (default 8)")
+    parser.add_argument(
+        "run_dir",
+        type=path_arg("RUN_DIR"),
+        metavar="RUN_DIR",
+        help="a run directory of `embtie train` or `embtie compare`",
+    )
+    parser.add_argument(
+        "--batches",
+        type=number_arg(int, "--batches", ge=1),
+        default=8,
+        help="training batches for the row-update counts (default 8)",
+    )
     parser.add_argument("--force", action="store_true", help="recompute the diagnostics even if they exist")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
 
@@ -77,11 +87,8 @@ def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.analysis import run_diagnostics
-    from embtie.errors import ConfigError
     from embtie.rundir.loading import load_run
 
-    if args.batches < 1:
-        raise ConfigError(f"--batches {args.batches} must be >= 1")
     d = Path(args.run_dir)
     loaded = None if args.force else run_diagnostics.read(d)
     if loaded is None:

@@ -19,7 +19,7 @@ import argparse
 import json
 from pathlib import Path
 
-from embtie.commands.common import device_arg, positive_int
+from embtie.commands.common import device_arg, number_arg, path_arg
 from embtie.rundir.checkpoints import write_atomic
 
 HELP = "perplexity of a trained run on a split or a user-supplied file (writes RUN_DIR/eval.json)"
@@ -27,16 +27,35 @@ DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument(
         "--split", choices=("valid", "test"), default=None, help="default: valid (test with --test-file)"
     )
-    parser.add_argument("--test-file", metavar="PATH", help="text file to evaluate (test splits are not shipped)")
+    parser.add_argument(
+        "--test-file",
+        type=path_arg("--test-file"),
+        metavar="PATH",
+        help="text file to evaluate (test splits are not shipped)",
+    )
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
-    parser.add_argument("--src-file", metavar="S", help="translation: source sentences of a test set")
-    parser.add_argument("--ref-file", metavar="R", help="translation: the references of --src-file")
-    parser.add_argument("--beam", type=positive_int, default=None, help="translation: beam width (default: the run's)")
-    parser.add_argument("--lenpen", type=float, default=None, help="translation: length penalty (default: the run's)")
+    parser.add_argument(
+        "--src-file", type=path_arg("--src-file"), metavar="S", help="translation: source sentences of a test set"
+    )
+    parser.add_argument(
+        "--ref-file", type=path_arg("--ref-file"), metavar="R", help="translation: the references of --src-file"
+    )
+    parser.add_argument(
+        "--beam",
+        type=number_arg(int, "--beam", ge=1),
+        default=None,
+        help="translation: beam width (default: the run's)",
+    )
+    parser.add_argument(
+        "--lenpen",
+        type=number_arg(float, "--lenpen", ge=0),
+        default=None,
+        help="translation: length penalty (default: the run's)",
+    )
     parser.add_argument("--checkpoint", metavar="NAME", help="weights to use, e.g. avg-last5 (default: newest)")
     parser.add_argument(
         "--ref-tokenized",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from embtie.commands.common import path_arg
+
 HELP = "fold a Hugging Face model's sharing strategy into stock transformers weights (loadable without embtie)"
 DESCRIPTION = (
     "Load RUN_OR_HF_DIR (a folder saved with save_pretrained after embtie.hf.apply, or an `embtie hf-compare "
@@ -17,8 +19,15 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="RUN_OR_HF_DIR", help="folder saved from an embtie.hf model (or RUN/model)")
-    parser.add_argument("out", metavar="OUT", help="folder to write the stock transformers model to")
+    parser.add_argument(
+        "source",
+        type=path_arg("RUN_OR_HF_DIR"),
+        metavar="RUN_OR_HF_DIR",
+        help="folder saved from an embtie.hf model (or RUN/model)",
+    )
+    parser.add_argument(
+        "out", type=path_arg("OUT"), metavar="OUT", help="folder to write the stock transformers model to"
+    )
 
 
 def resolve_source(source: str) -> Path:
