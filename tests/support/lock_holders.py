@@ -18,8 +18,11 @@ os.makedirs(folder, exist_ok=True)
 fd = os.open(os.path.join(folder, ".embtie-lock"), os.O_RDWR | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 if info != "-":
-    if info.startswith("{"):
+    try:
         record = json.loads(info)
+    except ValueError:
+        record = None  # raw text, written as it is
+    if isinstance(record, dict):
         record["pid"] = record["pid"] if record.get("pid") is not None else os.getpid()
         info = json.dumps(record)
     with open(os.path.join(folder, ".embtie-lock.json"), "w") as f:

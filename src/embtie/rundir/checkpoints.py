@@ -250,7 +250,7 @@ def check_weights(model: nn.Module, tensors: dict[str, Tensor], ckpt: Path, use:
     if parts:
         raise CheckpointError(
             f"checkpoint {ckpt} does not fit this run's model ({'; '.join(parts)}): it was written for another "
-            f"strategy, width or vocabulary; {_misfit_advice(ckpt, use)}"
+            f"strategy, width or vocabulary; {_misfit_advice(use)}"
         )
     check_finite(tensors, ckpt, use)
 
@@ -290,13 +290,15 @@ def misfit(model: nn.Module, shapes: dict[str, tuple[int, ...]]) -> list[str]:
     """How a checkpoint's tensors (name -> shape) differ from ``model``'s: shapes that differ, tensors the
     model has and the checkpoint lacks, tensors the checkpoint has and the model lacks (empty: they fit)."""
     sd = model.state_dict()
+    names = sorted(shapes)
     reshaped = [
-        f"{n} is {shape} in the checkpoint, {tuple(sd[n].shape)} in the model"
-        for n, shape in shapes.items()
-        if n in sd and shape != tuple(sd[n].shape)
+        f"{n} is {shapes[n]} in the checkpoint, {tuple(sd[n].shape)} in the model"
+        for n in names
+        if n in sd and shapes[n] != tuple(sd[n].shape)
     ]
-    missing = [f"{g[0]} {tuple(sd[g[0]].shape)}" for g in _alias_groups(sd) if not any(n in shapes for n in g)]
-    unexpected = [f"{n} {shape}" for n, shape in shapes.items() if n not in sd]
+    groups = sorted(_alias_groups(sd))
+    missing = [f"{g[0]} {tuple(sd[g[0]].shape)}" for g in groups if not any(n in shapes for n in g)]
+    unexpected = [f"{n} {shapes[n]}" for n in names if n not in sd]
     parts = [("shapes differ", reshaped), ("missing", missing), ("unexpected", unexpected)]
     return [f"{what}: {listed(items)}" for what, items in parts if items]
 
@@ -304,7 +306,7 @@ def misfit(model: nn.Module, shapes: dict[str, tuple[int, ...]]) -> list[str]:
 def nonfinite(tensors: dict[str, Tensor]) -> list[str]:
     """``name (k NaN, j inf of n)`` for every floating tensor with a value that is not finite."""
     bad = []
-    for name, t in tensors.items():
+    for name, t in sorted(tensors.items()):
         if not t.is_floating_point() or bool(torch.isfinite(t).all()):
             continue
         nan = int(torch.isnan(t).sum())
@@ -332,12 +334,10 @@ def _older_advice(ckpt: Path, use: str) -> str:
     return "no other checkpoint of this run is left"
 
 
-def _misfit_advice(ckpt: Path, use: str) -> str:
-    run = ckpt.parent.parent if ckpt.parent.name == CKPT else None
-    where = f" ({run / 'config.yaml'})" if run is not None else ""
+def _misfit_advice(use: str) -> str:
     if use == "resume":
-        return f"resume with the run's own config.yaml{where}, or train this config into another --out"
-    return f"load it with the config.yaml of the run that wrote it{where}, or choose a checkpoint of this run"
+        return "resume with the config.yaml the run was trained with, or train this config into another --out"
+    return "use the config.yaml the run was trained with, or a checkpoint written for this config"
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:
