@@ -7,7 +7,11 @@ folder, a copied run directory included, hashes the same before and after, and n
 Python API: a specific exception type whose message names the problem.
 
 The cases are tables (``CONFIG_CASES``, ``DATA_CASES``, ``RUN_CASES``, ``READ_ONLY_CASES``, ``CLI_CASES``,
-``API_CASES``), so the size of the catalogue is visible and counted (``test_catalogue_size``); a few
+``API_CASES``; and for one writer per run, results that cannot go stale or carry the wrong name, weights
+that are not finite or do not fit, the strategies' own inputs: ``LOCK_CASES``, ``NONFINITE_CASES``,
+``MISMATCH_CASES``, ``API_BOUNDARY_CASES``, and the cases that succeed with one line, ``NOTE_CASES`` on
+stderr and ``NAME_CASES`` on stdout), so the size of the catalogue is visible and counted
+(``test_catalogue_size``); a few
 inputs that are not errors but easy to get wrong (blank lines to translate, a damaged newest checkpoint
 with a good older one, a damaged state.json on eval, NaN in h or no kept token, an unlabelled HF
 micro-batch) have tests of their own. CLI cases run in-process (``embtie.cli.main``);

@@ -270,11 +270,13 @@ class SharingStrategy(VocabularyTables):
         )
 
     def _weights_device(self) -> torch.device:
-        """The device of the strategy's own weights (every input must be there)."""
-        for p in self.parameters(recurse=False):
-            return p.device
-        for p in self.parameters():
-            return p.device
+        """The device of the strategy's own weights (every input must be there): of its first own parameter
+        (a dict lookup, not ``parameters()``, which costs microseconds per call on the hot path)."""
+        for p in self._parameters.values():
+            if p is not None:
+                return p.device
+        for q in self.parameters():
+            return q.device
         return torch.device("cpu")
 
     def _check_width(self, h: Tensor) -> None:
