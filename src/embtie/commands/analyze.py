@@ -65,6 +65,22 @@ def plot_run(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -
     return figs
 
 
+def _plot_atomically(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -> list[tuple[Path, str]]:
+    """``plot_run`` into a temporary folder, each figure then moved into ``out`` with ``os.replace``."""
+    import os
+    import shutil
+
+    tmp = out / f".plots.tmp{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        drawn = plot_run(diag, arrays, tmp, command)
+        for p, _ in drawn:
+            os.replace(p, out / p.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [(out / p.name, caption) for p, caption in drawn]
+
+
 def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
     """What ``embtie analyze`` prints: the headline numbers of each diagnostic."""
     s0, nf, ru = diag.step0, diag.norm_frequency, diag.row_updates
@@ -87,18 +103,17 @@ def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.analysis import run_diagnostics
-    from embtie.rundir.loading import load_run
 
     d = Path(args.run_dir)
-    loaded = None if args.force else run_diagnostics.read(d)
+    # no writer lock: the newest complete checkpoint is read (the run may be training), and the files
+    # written (diagnostics, plots) are replaced atomically; stale diagnostics are computed again
+    loaded = None if args.force else run_diagnostics.current(d)
     if loaded is None:
-        r = load_run(d, args.device)
-        diag, arrays = run_diagnostics.diagnose(r.model, r.task, r.config, r.summary or {}, args.batches)
-        run_diagnostics.write(d, diag, arrays)
+        diag, arrays = run_diagnostics.analyse(d, args.batches, args.device, command=f"embtie analyze {d}")
     else:
         diag, arrays = loaded
     out = d / run_diagnostics.ANALYSIS_DIR
-    figs = plot_run(diag, arrays, out, f"embtie analyze {d}")
+    figs = _plot_atomically(diag, arrays, out, f"embtie analyze {d}")
     print(json.dumps(summary_lines(diag), indent=1))
     print(f"diagnostics: {(out / 'diagnostics.json').resolve()}")
     for p, _ in figs:

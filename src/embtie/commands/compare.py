@@ -167,11 +167,18 @@ def _check_before_writing(spec: CompareSpec) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from embtie.rundir import lock
+
+    spec, default_job = _spec(args)
+    with lock.hold(spec.out_dir, "comparison", lock.command_line()):  # one writer per output folder
+        return _compare(spec, default_job, args)
+
+
+def _compare(spec: CompareSpec, default_job: bool, args: argparse.Namespace) -> int:
     from embtie import comparison
     from embtie.comparison import rounds
     from embtie.reporting import comparison_report, document
 
-    spec, default_job = _spec(args)
     out = spec.out_dir
     t0 = time.perf_counter()
     jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError, DataError
+from embtie.errors import ConfigError
 from embtie.schema import Setting
 from embtie.sharing.capabilities import VocabularyTables
 from embtie.sharing.head import Head
+from embtie.sharing.inputs import check_hidden, check_ids
 from embtie.sharing.loss import cross_entropy
 
 
@@ -202,13 +203,9 @@ class SharingStrategy(VocabularyTables):
         return rows
 
     def embed(self, ids: Tensor) -> Tensor:
-        """(...,) long token ids -> (..., d) vectors fed into the model."""
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"token ids must be integers (torch.long), not {ids.dtype}")
-        if ids.device.type == "cpu" and ids.numel():  # free here; on a GPU the kernel asserts (no host sync)
-            lo, hi = int(ids.min()), int(ids.max())
-            if lo < 0 or hi >= self.vocab_size:
-                raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {self.vocab_size})")
+        """(...,) long token ids -> (..., d) vectors fed into the model. Ids of another dtype or device, or
+        (on the CPU, elsewhere with ``inputs.CHECK_RANGES_ON_DEVICE``) outside [0, V), are a one-line error."""
+        ids = check_ids(ids, self.vocab_size, self.weight.device)
         rows = F.embedding(ids, self.weight)
         x = self._input_rows(rows if self.factor_b is None else rows @ self.factor_b)
         return x * self.embed_scale if self.embed_scale != 1.0 else x
@@ -285,9 +282,20 @@ class SharingStrategy(VocabularyTables):
             softcap=self.softcap,
         )
 
+    def _weights_device(self) -> torch.device:
+        """The device of the strategy's own weights (every input must be there): of its first own parameter
+        (a dict lookup, not ``parameters()``, which costs microseconds per call on the hot path)."""
+        for p in self._parameters.values():
+            if p is not None:
+                return p.device
+        for q in self.parameters():
+            return q.device
+        return torch.device("cpu")
+
     def _check_width(self, h: Tensor) -> None:
-        if h.dim() == 0 or h.shape[-1] != self.dim:
-            raise ValueError(f"hidden states {tuple(h.shape)} must end in the strategy's dim={self.dim}")
+        """Hidden states at the boundary: floating point, ending in ``dim``, on the weights' device
+        (one-line ``inputs.InputTypeError`` / ``InputValueError``; no host sync)."""
+        check_hidden(h, self.dim, self._weights_device())
 
     def logits(self, h: Tensor) -> Tensor:
         """(..., d) hidden states -> (..., V) logits."""
