@@ -148,7 +148,8 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
     options = dict(cfg.options.get(strategy, {}))
     torch.manual_seed(cfg.seed)
     model = build_model(model_config(raw, len(vocab), vocab.stoi.get(EOS)))
-    apply(model, strategy, copy_weights=cfg.init == "model", **options)
+    # prediction_loss_only evaluation: no logits with the loss, in eval mode too (memory-lean throughout)
+    apply(model, strategy, copy_weights=cfg.init == "model", logits_with_labels=False, **options)
     model.train()
     args = transformers.TrainingArguments(
         output_dir=str(out / "trainer"),
