@@ -145,9 +145,6 @@ def _stand_in_if_empty(targets: Tensor, kept: Tensor) -> Tensor:
     return torch.where((kept == 0) & first.view_as(targets), torch.zeros_like(targets), targets)
 
 
-LOGITS_WITH_LABELS_CHOICES = ("eval", True, False)
-
-
 def check_logits_with_labels(setting: Any) -> bool | str:
     """``setting`` when it is one of "eval", True, False; else a ConfigError saying what each means."""
     if isinstance(setting, bool) or setting == "eval":
