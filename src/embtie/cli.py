@@ -21,6 +21,7 @@ import sys
 import typing
 from collections.abc import Iterator
 
+from embtie import __version__
 from embtie.errors import EmbtieError
 from embtie.progress import QUIET_ENV
 
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Input/output embedding sharing strategies for text-generation models: "
         "build, train, evaluate and compare them.",
     )
+    parser.add_argument("--version", action="version", version=f"embtie {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr "
                         "is not a terminal)")  # fmt: skip

@@ -8,7 +8,8 @@ from embtie.commands.common import number_arg, path_arg
 
 HELP = "train a small Hugging Face model with several sharing strategies on PTB and compare perplexity"
 DESCRIPTION = (
-    "Build a transformers causal LM from MODEL_CONFIG.json (e.g. configs/hf/gpt2-tiny.json), apply each "
+    "Build a transformers causal LM from MODEL_CONFIG (a packaged name, gpt2-tiny or llama-tiny, or the path "
+    "of a transformers config JSON), apply each "
     "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB, and write "
     "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
 )
@@ -17,9 +18,9 @@ DESCRIPTION = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model_config",
-        type=path_arg("MODEL_CONFIG.json"),
-        metavar="MODEL_CONFIG.json",
-        help="transformers config JSON with model_type",
+        type=path_arg("MODEL_CONFIG"),
+        metavar="MODEL_CONFIG",
+        help="a packaged config name (gpt2-tiny, llama-tiny) or a transformers config JSON with model_type",
     )
     parser.add_argument("--strategies", default="tied,l2norm,fixed", help="comma-separated (default tied,l2norm,fixed)")
     parser.add_argument(
