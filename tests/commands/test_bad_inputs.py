@@ -1063,7 +1063,7 @@ NONFINITE_CASES = [
         "not finite",
         "sharing.weight (2 NaN of 160000",
         "--checkpoint step-00000001",
-        "lower train.lr",
+        "changed or damaged after it was written",
     ),
     case("eval-inf-weights", _weights(_inf, "eval"), "norm.weight (1 inf of 16 values)", "--checkpoint step-00000001"),
     case("eval-nan-only-checkpoint", _weights(_nan, "eval", checkpoints=1), "not finite", "no other checkpoint"),

@@ -34,6 +34,21 @@ def test_bpe_round_trip_and_cache(tmp_path):
     assert train_subwords(TEXT, 50, cache_dir=tmp_path) != model  # other settings: another model
 
 
+def test_a_vocab_size_beyond_the_text_is_noted_with_the_size_learned(tmp_path, capsys):
+    model = train_subwords(TEXT, 5000, cache_dir=tmp_path)
+    got = len(Subwords(model))
+    assert got < 5000
+    note = capsys.readouterr().err.strip()
+    assert note == (
+        f"embtie: note: data.vocab_size=5000 is more than this training text supports; the subword model has "
+        f"{got} pieces (set data.vocab_size={got} to make it explicit)"
+    )
+    train_subwords(TEXT, 5000, cache_dir=tmp_path)  # cached: noted again
+    assert f"has {got} pieces" in capsys.readouterr().err
+    train_subwords(TEXT, got, cache_dir=tmp_path)
+    assert capsys.readouterr().err == ""
+
+
 def test_batches_respect_the_token_budget_and_cover_every_pair():
     g = torch.Generator().manual_seed(0)
     lengths = torch.randint(1, 30, (200,), generator=g).tolist()

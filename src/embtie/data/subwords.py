@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -109,7 +110,7 @@ def train_subwords(
     final = root / f"spm-{_fingerprint(texts, options)}"
     model = final / "spm.model"
     if model.is_file():
-        return model
+        return _noted_if_smaller(model, vocab_size)
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".spm-", dir=root))
     try:
@@ -140,4 +141,16 @@ def train_subwords(
                 f"its subword model needs one piece per distinct character and {SPECIAL_IDS} special ids"
             ) from None
         raise
+    return _noted_if_smaller(model, vocab_size)
+
+
+def _noted_if_smaller(model: Path, vocab_size: int) -> Path:
+    """``model``, after a one-line note on stderr when the text supported fewer pieces than asked for."""
+    got = spm.SentencePieceProcessor(model_file=str(model)).get_piece_size()
+    if got < vocab_size:
+        print(
+            f"embtie: note: data.vocab_size={vocab_size} is more than this training text supports; the subword "
+            f"model has {got} pieces (set data.vocab_size={got} to make it explicit)",
+            file=sys.stderr,
+        )
     return model

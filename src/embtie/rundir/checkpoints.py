@@ -260,10 +260,17 @@ def check_finite(tensors: dict[str, Tensor], ckpt: Path, use: str) -> None:
     bad = nonfinite(tensors)
     if bad:
         raise CheckpointError(
-            f"checkpoint {ckpt} holds weights that are not finite: {listed(bad)}; {_older_advice(Path(ckpt), use)}, "
-            "or train again with a lower train.lr (or a train.grad_clip) into a new --out"
+            f"checkpoint {ckpt} holds weights that are not finite: {listed(bad)}; {NOT_FROM_TRAINING}; "
+            f"{_older_advice(Path(ckpt), use)}, or train the run again into a new --out"
         )
 
+
+NOT_FROM_TRAINING = (
+    "likely cause: the file was changed or damaged after it was written, not the learning rate (embtie's "
+    "training stops before it would write a non-finite checkpoint)"
+)
+"""Why a checkpoint holds NaN/inf: training checks every step and the weights before each save, so such a
+file was altered afterwards (or written by other code)."""
 
 MAX_LISTED = 3
 """tensors named in one message at most (then "and N more")."""
@@ -351,8 +358,8 @@ def load_optimizer(optimizer: torch.optim.Optimizer, ckpt: Path, state: dict[str
     bad = nonfinite(tensors)
     if bad:
         raise CheckpointError(
-            f"the optimizer state of checkpoint {ckpt} is not finite: {listed(bad)}; "
-            f"{_older_advice(Path(ckpt), 'resume')}, or train again with a lower train.lr into a new --out"
+            f"the optimizer state of checkpoint {ckpt} is not finite: {listed(bad)}; {NOT_FROM_TRAINING}; "
+            f"{_older_advice(Path(ckpt), 'resume')}, or train the run again into a new --out"
         )
     optimizer.load_state_dict(optimizer_state(tensors, state["optimizer"]))
 
