@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "analyze",
     "hf-compare": "hf_compare",
     "export": "export",
+    "data": "data",
 }
 
 

@@ -10,7 +10,10 @@ when --checkpoint is given).
 Captioning runs (tasks that are ``Captions``): ``embtie eval RUN_DIR --split valid`` captions every
 image of the split (``--beam``) and reports BLEU-1..4, METEOR, ROUGE-L, CIDEr, vocabulary usage and the
 rare-word share; ``--split test --test-file CAPTIONS`` scores the test images against a captions file
-(``IMAGE#k<TAB>caption``; the Flickr8k test captions are held out). Captions go to RUN_DIR/hyps.<split>.txt.
+(``IMAGE#k<TAB>caption``). Captions go to RUN_DIR/hyps.<split>.txt.
+
+``--split test`` without a file of one's own reads the dataset's test split by name (``embtie data get NAME
+--split test`` brings it; without it, one line says so).
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ DESCRIPTION = HELP
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument(
-        "--split", choices=("valid", "test"), default=None, help="default: valid (test with --test-file)"
-    )
-    parser.add_argument("--test-file", metavar="PATH", help="text file to evaluate (test splits are not shipped)")
+        "--split", choices=("valid", "test"), default=None,
+        help="default: valid (test with --test-file/--src-file); test: the dataset's test split (embtie data get)",
+    )  # fmt: skip
+    parser.add_argument("--test-file", metavar="PATH", help="your own text file to evaluate instead of a split")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
     parser.add_argument("--src-file", metavar="S", help="translation: source sentences of a test set")
     parser.add_argument("--ref-file", metavar="R", help="translation: the references of --src-file")
@@ -98,7 +102,28 @@ def _check_inputs(args: argparse.Namespace) -> bool:
         read_user_text(args.test_file, "--test-file")
     if args.src_file:
         load_user_files(args.src_file, args.ref_file, "--src-file", "--ref-file")
+    if args.split == "test" and not (args.test_file or args.src_file):
+        require_test_split(cfg, translation, issubclass(task, Captions))
     return translation
+
+
+def require_test_split(cfg, translation: bool, captions: bool) -> None:
+    """The configured dataset's test split is here; else one line naming the ``embtie data get`` that brings
+    it (and the option for one's own file). Runs on user corpora read their test file themselves."""
+    if translation:
+        from embtie.data.parallel_corpora import split_files
+
+        split_files(cfg.data.dataset, "test", cfg.data.tokenizer == "word")
+    elif captions:
+        if cfg.data.captions_file is None:
+            from embtie.data.caption_corpus import FLICKR8K_TEST_CAPTIONS
+            from embtie.data.files import require
+
+            require([FLICKR8K_TEST_CAPTIONS], "flickr8k", "test", "give your own captions with --test-file CAPTIONS")
+    else:
+        from embtie.data.lm_corpora import split_file
+
+        split_file(cfg.data.dataset, "test")
 
 
 def _save(run_dir: Path, key: str, res: dict) -> None:

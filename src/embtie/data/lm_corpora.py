@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from embtie.data.files import DataFile, data_root, read_text, read_user_text
+from embtie.data.files import DataFile, read_text, read_user_text, require
 from embtie.errors import DataError
 
 EOS = "<eos>"
@@ -18,12 +18,14 @@ LM_DATASETS: dict[str, dict[str, DataFile]] = {
     "ptb": {
         "train": DataFile("ptb/ptb.train.txt.gz", "270e0c1de69c076ee9be3fb389e0a6a3c849a03664d9a05550c6a98afd63bf4e"),
         "valid": DataFile("ptb/ptb.valid.txt", "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2"),
+        "test": DataFile("ptb/ptb.test.txt", "dd65dff31e70846b2a6030a87482edcd5d199130cdcfa1f3dccbb033728deee0"),
     },
     "wikitext-2": {
         "train": DataFile(
             "wikitext-2/train.txt.gz", "0c202e0b5d919429261b7291d9b5998f0db680c0a6700c0ff2a886d0abe055d4"
         ),
         "valid": DataFile("wikitext-2/valid.txt", "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8"),
+        "test": DataFile("wikitext-2/test.txt", "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0"),
     },
 }
 
@@ -86,13 +88,15 @@ def split_file(dataset: str, split: str) -> DataFile:
             f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
             "pass your own file with --test-file PATH"
         )
+    own = "pass your own file with --test-file PATH" if split == "test" else "set EMBTIE_DATA to the folder holding it"
+    require([files[split]], dataset, split, own)
     return files[split]
 
 
 def load_tokens(dataset: str, split: str, path: str | Path | None = None, root: Path | None = None) -> list[str]:
-    """Tokens of a split (with ``<eos>``), from the data root (``root``, default ``data_root()``), or from a
-    user file when ``path`` is given."""
+    """Tokens of a split (with ``<eos>``), from ``root`` (default: the data root, or the user cache when the
+    root lacks the file; ``embtie.data.files.locate``), or from a user file when ``path`` is given."""
     if path is not None:
         return tokenize_lines(read_user_text(path, f"{split} file"))
     f = split_file(dataset, split)
-    return tokenize_lines(read_text(f.path(root or data_root()), f.sha256))
+    return tokenize_lines(read_text(f.path(root), f.sha256))

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from embtie.data.files import data_root
+from embtie.data.files import data_roots
 from embtie.data.lm_corpora import Vocab, load_tokens
 from embtie.errors import ConfigError, DataError
 from embtie.tasks.lm.config import LMDataConfig
@@ -30,23 +30,23 @@ class LMBatch:
 
 
 def tokens(dataset: str, split: str) -> tuple[str, ...]:
-    """The tokens of a split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
-    return _tokens_at(str(data_root()), dataset, split)
+    """The tokens of a split under the current data roots (cached per roots: changing $EMBTIE_DATA reads again)."""
+    return _tokens_at(tuple(str(r) for r in data_roots()), dataset, split)
 
 
 @lru_cache(maxsize=8)
-def _tokens_at(root: str, dataset: str, split: str) -> tuple[str, ...]:
-    return tuple(load_tokens(dataset, split, root=Path(root)))
+def _tokens_at(roots: tuple[str, ...], dataset: str, split: str) -> tuple[str, ...]:
+    return tuple(load_tokens(dataset, split))
 
 
 def train_vocab(dataset: str) -> Vocab:
-    """The vocabulary of the training split, ids by decreasing frequency (cached per data root)."""
-    return _train_vocab_at(str(data_root()), dataset)
+    """The vocabulary of the training split, ids by decreasing frequency (cached per data roots)."""
+    return _train_vocab_at(tuple(str(r) for r in data_roots()), dataset)
 
 
 @lru_cache(maxsize=4)
-def _train_vocab_at(root: str, dataset: str) -> Vocab:
-    return Vocab.from_tokens(list(_tokens_at(root, dataset, "train")))
+def _train_vocab_at(roots: tuple[str, ...], dataset: str) -> Vocab:
+    return Vocab.from_tokens(list(_tokens_at(roots, dataset, "train")))
 
 
 def encode(vocab: Vocab, tokens: list[str] | tuple[str, ...]) -> Tensor:

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from embtie import progress, sharing
 from embtie.config import RunConfig
-from embtie.data.files import data_root, verify
+from embtie.data.files import verify
 from embtie.data.lm_corpora import Vocab, split_file
 from embtie.errors import ConfigError, DataError
 from embtie.evaluation.loss_meter import LossMeter
@@ -58,10 +58,9 @@ class LMTask(Task[LanguageModel]):
 
     @classmethod
     def check_data(cls, cfg: RunConfig) -> None:
-        root = data_root()
         for split in ("train", "valid"):
             f = split_file(cfg.data.dataset, split)
-            verify(f.path(root), f.sha256)
+            verify(f.path(), f.sha256)
 
     # ------------------------------------------------------------------ model
     def output_vocab_size(self) -> int:

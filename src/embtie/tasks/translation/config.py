@@ -12,11 +12,14 @@ from embtie.errors import ConfigError
 class MTDataConfig:
     """Corpus, subwords, batching and decoding of a translation run."""
 
-    dataset: Literal["multi30k", "iwslt14"] = "multi30k"
+    dataset: Literal["multi30k", "iwslt14", "wmt16", "wmt14"] = "multi30k"
+    """multi30k ships train/valid; the test sets, iwslt14's train/test and the WMT sets come with
+    ``embtie data get NAME`` (the papers' preparations)."""
     src_lang: Literal["de", "en"] = "de"
     tgt_lang: Literal["de", "en"] = "en"
     train_split: str = "train"
-    """iwslt14 ships only ``valid``: give train_src_file/train_tgt_file, or train_split=valid for a smoke run."""
+    """iwslt14's train split comes with ``embtie data get iwslt14``; or give train_src_file/train_tgt_file, or
+    train_split=valid for a smoke run."""
     train_src_file: str | None = None
     """your own training source text (one sentence per line), instead of the dataset's train split."""
     train_tgt_file: str | None = None

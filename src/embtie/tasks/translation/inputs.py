@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from embtie.data.files import data_root, verify
+from embtie.data.files import data_roots, verify
 from embtie.data.pair_batches import BucketedPairs, PairBatch, make_batch
 from embtie.data.parallel_corpora import ParallelText, check_pair, load_parallel, load_user_files, split_files
 from embtie.data.subwords import Subwords
@@ -35,12 +35,12 @@ EncodedPairs = tuple[list[list[int]], list[list[int]]]
 
 def parallel(dataset: str, split: str, src: str, tgt: str, tokenized: bool = False) -> ParallelText:
     """A split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
-    return _parallel_at(str(data_root()), dataset, split, src, tgt, tokenized)
+    return _parallel_at(tuple(str(r) for r in data_roots()), dataset, split, src, tgt, tokenized)
 
 
 @lru_cache(maxsize=8)
-def _parallel_at(root: str, dataset: str, split: str, src: str, tgt: str, tokenized: bool) -> ParallelText:
-    return load_parallel(dataset, split, src, tgt, root=Path(root), tokenized=tokenized)
+def _parallel_at(roots: tuple[str, ...], dataset: str, split: str, src: str, tgt: str, tokenized: bool) -> ParallelText:
+    return load_parallel(dataset, split, src, tgt, tokenized=tokenized)
 
 
 def check_data(d: MTDataConfig) -> None:
@@ -49,10 +49,9 @@ def check_data(d: MTDataConfig) -> None:
         load_user_files(d.train_src_file, d.train_tgt_file, "data.train_src_file", "data.train_tgt_file")
     splits = [d.valid_split] if d.train_src_file is not None else [d.train_split, d.valid_split]
     check_pair(d.dataset, d.src_lang, d.tgt_lang)
-    root = data_root()
     for split in splits:
         for f in split_files(d.dataset, split, d.tokenizer == "word").values():
-            verify(f.path(root), f.sha256)
+            verify(f.path(), f.sha256)
 
 
 def train_text(d: MTDataConfig) -> ParallelText:
