@@ -17,11 +17,16 @@ def damaged(path: Path, why: object) -> DataError:
     )
 
 
-def tar_members(path: Path) -> dict[str, bytes]:
-    """name -> bytes of every regular file of a tar archive (gzipped or not)."""
+def tar_members(path: Path, suffixes: tuple[str, ...] | None = None) -> dict[str, bytes]:
+    """name -> bytes of the regular files of a tar archive (gzipped or not): all, or those whose name ends
+    with one of ``suffixes`` (the big WMT archives hold many language pairs: only the needed are read)."""
     try:
         with tarfile.open(path) as tar:
-            return {m.name: _read(tar, m) for m in tar.getmembers() if m.isfile()}
+            return {
+                m.name: _read(tar, m)
+                for m in tar
+                if m.isfile() and (suffixes is None or m.name.endswith(suffixes))
+            }
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
         raise damaged(path, e) from None
 

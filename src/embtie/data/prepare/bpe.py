@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import sys
 from pathlib import Path
 
 
@@ -11,7 +13,9 @@ def learn(lines: list[str], merges: int, code_file: Path) -> None:
     from subword_nmt.learn_bpe import learn_bpe
 
     text = io.StringIO("".join(line + "\n" for line in lines))
-    with open(code_file, "w", encoding="utf-8") as out:
+    # its progress bar and "no pair has frequency >= 2" notes: on a terminal only
+    quiet = contextlib.nullcontext() if sys.stderr.isatty() else contextlib.redirect_stderr(io.StringIO())
+    with open(code_file, "w", encoding="utf-8") as out, quiet:
         learn_bpe(text, out, merges)
 
 

@@ -36,8 +36,22 @@ class Tokenizer(_SacreTokenizer):
         return f"{head} {m.group(1)} .".strip()
 
 
-def tokenize(lines: Iterable[str], lang: str, aggressive: bool = False) -> list[str]:
-    """``tokenizer.perl -l LANG [-a]`` over lines (no line endings); blank lines pass through unchanged."""
+def tokenize(lines: Iterable[str], lang: str, aggressive: bool = False, workers: int = 1) -> list[str]:
+    """``tokenizer.perl -l LANG [-a]`` over lines (no line endings); blank lines pass through unchanged.
+    ``workers`` > 1 tokenizes chunks in that many processes (``-threads N``), in order."""
+    lines = list(lines)
+    if workers <= 1 or len(lines) < 20000:
+        return _tokenize_chunk((lines, lang, aggressive))
+    import multiprocessing
+
+    step = 10000
+    chunks = [(lines[i : i + step], lang, aggressive) for i in range(0, len(lines), step)]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        return [line for part in pool.imap(_tokenize_chunk, chunks) for line in part]
+
+
+def _tokenize_chunk(job: tuple[list[str], str, bool]) -> list[str]:
+    lines, lang, aggressive = job
     tok = Tokenizer(lang=lang)
     return [
         line if not line.strip() else tok.tokenize(line, aggressive_dash_splits=aggressive, return_str=True)
@@ -69,6 +83,25 @@ def seg_text(lines: Iterable[str]) -> list[str]:
     return out
 
 
+_SGM_SEG = re.compile(r"<seg[^>]+>\s*(.*)\s*</seg>", re.IGNORECASE)
+
+
+def input_from_sgm(lines: Iterable[str]) -> list[str]:
+    """``input-from-sgm.perl``: the text of each ``<seg ...>...</seg>`` (a segment may span lines), with
+    whitespace squeezed and trimmed."""
+    out, pending = [], ""
+    for line in lines:
+        line = pending + line if pending else line
+        pending = ""
+        if re.search(r"<seg[^>]+>", line, re.IGNORECASE) and not re.search(r"</seg>", line, re.IGNORECASE):
+            pending = line
+            continue
+        m = _SGM_SEG.search(line)
+        if m:
+            out.append(_PERL_SPACE.sub(" ", m.group(1)).strip(" "))
+    return out
+
+
 def _squeeze(line: str) -> str:
     line = _PERL_SPACE.sub(" ", line.replace("|", ""))
     return line[1:] if line.startswith(" ") else line
@@ -78,11 +111,18 @@ def clean_corpus(src: list[str], tgt: list[str], low: int, high: int, ratio: flo
                  max_word_length: int = 1000) -> tuple[list[str], list[str]]:  # fmt: skip
     """``clean-corpus-n.perl``: pairs whose sides have ``low``..``high`` words and a length ratio <= ``ratio``,
     with ``|`` removed and whitespace squeezed (as the script writes them)."""
+    kept = clean_pairs(src, tgt, low, high, ratio, max_word_length)
+    return [f for _, f, _ in kept], [e for _, _, e in kept]
+
+
+def clean_pairs(src: list[str], tgt: list[str], low: int, high: int, ratio: float = 9.0,
+                max_word_length: int = 1000) -> list[tuple[int, str, str]]:  # fmt: skip
+    """(index, source, target) of each pair ``clean_corpus`` keeps."""
     if len(src) != len(tgt):
         raise ValueError(f"clean_corpus: {len(src)} source lines but {len(tgt)} target lines")
     too_long = re.compile(r"[^\s|]{" + str(max_word_length + 1) + "}")
-    out_s, out_t = [], []
-    for f, e in zip(src, tgt):
+    out = []
+    for i, (f, e) in enumerate(zip(src, tgt)):
         f, e = _squeeze(f), _squeeze(e)
         f, e = f[:-1] if f.endswith(" ") else f, e[:-1] if e.endswith(" ") else e
         if not f or not e or too_long.search(e) or too_long.search(f):
@@ -90,6 +130,5 @@ def clean_corpus(src: list[str], tgt: list[str], low: int, high: int, ratio: flo
         fc, ec = len(f.split(" ")), len(e.split(" "))
         if not (low <= fc <= high and low <= ec <= high) or fc / ec > ratio or ec / fc > ratio:
             continue
-        out_s.append(f)
-        out_t.append(e)
-    return out_s, out_t
+        out.append((i, f, e))
+    return out
