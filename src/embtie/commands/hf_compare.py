@@ -6,10 +6,11 @@ import argparse
 
 import yaml
 
-HELP = "train a small Hugging Face model with several sharing strategies on PTB and compare perplexity"
+HELP = "train a small Hugging Face model with several sharing strategies on PTB (or your corpus) and compare perplexity"
 DESCRIPTION = (
     "Build a transformers causal LM from MODEL_CONFIG.json (e.g. configs/hf/gpt2-tiny.json), apply each "
-    "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB, and write "
+    "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB (or your own corpus: "
+    "--train-file/--valid-file or --source hf:PATH, cut by --tokenizer), and write "
     "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
 )
 
@@ -27,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=300, help="optimizer steps per strategy (default 300)")
     parser.add_argument("--out", default=None, help="output folder (default runs/hf-compare-<config name>)")
     parser.add_argument("--dataset", default="ptb", help="ptb or wikitext-2 (default ptb)")
+    parser.add_argument("--train-file", metavar="PATH", help="your own training text (one sentence a line)")
+    parser.add_argument("--valid-file", metavar="PATH", help="your own validation text (with --train-file)")
+    parser.add_argument("--source", metavar="hf:PATH_OR_NAME", help="your own corpus as a datasets dataset")
+    parser.add_argument("--text-column", default="text", help="the text column of --source (default text)")
+    parser.add_argument(
+        "--tokenizer", default="word", metavar="SPEC",
+        help="word (default), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a local Hugging Face tokenizer)",
+    )  # fmt: skip
     parser.add_argument("--block", type=int, default=64, help="tokens per example (default 64)")
     parser.add_argument("--batch-size", type=int, default=16, help="examples per step (default 16)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate, AdamW + cosine (default 3e-3)")
@@ -62,13 +71,18 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
+    from embtie.tasks.lm.config import LMDataConfig
 
+    data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
+                        source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
+    data.validate_corpus()
+    corpus = data.corpus()
     cfg = HFCompareConfig(
         model_config=args.model_config,
         strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
         options=parse_options(args.option),
         out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
-        dataset=args.dataset,
+        dataset=corpus if corpus.own or corpus.tokenizer != "word" else args.dataset,
         steps=args.steps,
         block=args.block,
         batch_size=args.batch_size,

@@ -23,6 +23,13 @@ class MTDataConfig:
     train_src_file: str | None = None
     """your own training source text (one sentence per line), instead of the dataset's train split."""
     train_tgt_file: str | None = None
+    valid_src_file: str | None = None
+    """your own validation pairs (line-aligned source/target files) instead of the dataset's valid split;
+    in the form of your training files (tokenized for ``tokenizer: word``)."""
+    valid_tgt_file: str | None = None
+    test_src_file: str | None = None
+    """your own test pairs, read by ``embtie eval RUN --split test`` (``--src-file``/``--ref-file`` still win)."""
+    test_tgt_file: str | None = None
     valid_split: str = "valid"
     tokenizer: Literal["bpe", "word"] = "bpe"
     """bpe: SentencePiece subwords of the cased text; word: whitespace tokens of the dataset's tokenized,
@@ -53,14 +60,21 @@ class MTDataConfig:
     """outputs have at most max_len_ratio * source_length + max_len_extra subwords."""
     max_len_extra: int = 10
 
+    def own_files(self, split: str) -> tuple[str, str] | None:
+        """(source, target) files of your own for ``split`` (valid: when ``split`` is ``valid_split``)."""
+        key = {self.valid_split: "valid", "train": "train", "test": "test"}.get(split)
+        src = getattr(self, f"{key}_src_file") if key else None
+        return (src, getattr(self, f"{key}_tgt_file")) if src is not None else None
+
     def validate(self) -> None:
         if self.src_lang == self.tgt_lang:
             raise ConfigError(f"data.src_lang and data.tgt_lang are both {self.src_lang!r}; use de->en or en->de")
         for k in ("vocab_size", "min_count", "max_tokens", "eval_max_tokens", "max_len", "beam"):
             if getattr(self, k) < 1:
                 raise ConfigError(f"data.{k}={getattr(self, k)} must be >= 1")
-        if (self.train_src_file is None) != (self.train_tgt_file is None):
-            raise ConfigError("give both data.train_src_file and data.train_tgt_file, or neither")
+        for split in ("train", "valid", "test"):
+            if (getattr(self, f"{split}_src_file") is None) != (getattr(self, f"{split}_tgt_file") is None):
+                raise ConfigError(f"give both data.{split}_src_file and data.{split}_tgt_file, or neither")
         if self.batch_sentences is not None and self.batch_sentences < 1:
             raise ConfigError(f"data.batch_sentences={self.batch_sentences} must be >= 1 (or null for max_tokens)")
         if self.train_pairs is not None and self.train_pairs < 1:

@@ -45,9 +45,13 @@ def _parallel_at(roots: tuple[str, ...], dataset: str, split: str, src: str, tgt
 
 def check_data(d: MTDataConfig) -> None:
     """The user's training files are readable and the dataset's files are there and intact."""
-    if d.train_src_file is not None:
-        load_user_files(d.train_src_file, d.train_tgt_file, "data.train_src_file", "data.train_tgt_file")
-    splits = [d.valid_split] if d.train_src_file is not None else [d.train_split, d.valid_split]
+    splits = []
+    train = (d.train_src_file, d.train_tgt_file) if d.train_src_file is not None else None
+    for split, key, own in ((d.train_split, "train", train), (d.valid_split, "valid", d.own_files(d.valid_split))):
+        if own is not None:
+            load_user_files(own[0], own[1], f"data.{key}_src_file", f"data.{key}_tgt_file")
+        else:
+            splits.append(split)
     check_pair(d.dataset, d.src_lang, d.tgt_lang)
     for split in splits:
         for f in split_files(d.dataset, split, d.tokenizer == "word").values():
@@ -72,7 +76,11 @@ def split_text(
     of user files."""
     if src_file is not None:
         return load_user_files(src_file, ref_file)
-    pt = parallel(d.dataset, split, d.src_lang, d.tgt_lang, d.tokenizer == "word")
+    own = d.own_files(split)
+    if own is not None:
+        pt = load_user_files(*own)
+    else:
+        pt = parallel(d.dataset, split, d.src_lang, d.tgt_lang, d.tokenizer == "word")
     if split == d.valid_split and d.valid_pairs is not None:
         pt = ParallelText(pt.src[: d.valid_pairs], pt.ref[: d.valid_pairs] if pt.ref else None)
     return pt
