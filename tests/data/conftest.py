@@ -4,6 +4,7 @@ and a sandbox: an empty writable data root and cache, downloads through the loca
 from __future__ import annotations
 
 import gzip
+import shutil
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -78,6 +79,8 @@ def sandbox(tmp_path, monkeypatch, server) -> Path:
     monkeypatch.setenv("EMBTIE_DATA_MIRROR", server.url)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    shutil.copytree(SHARED / "wordsim", root / "wordsim", ignore=shutil.ignore_patterns("SOURCE.md"))
+    (root / "wordsim").chmod(0o755)
     return root
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,8 @@ def get(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("name", ["ptb", "wikitext-2", "wordsim", "multi30k"])
 def test_get_rebuilds_the_shared_copy_byte_for_byte(sandbox, server, capsys, name):
+    shutil.rmtree(sandbox / "wordsim")  # the sandbox holds it (every get brings it along)
+    serve_shared(server, "wordsim", ("eval",))
     serve_shared(server, name, ("train", "valid", "eval"))
     splits = "eval" if name == "wordsim" else "train,valid"
     code, out, err = get(capsys, name, "--split", splits)
@@ -81,6 +84,7 @@ def test_a_read_only_data_root_sends_the_files_to_the_user_cache(sandbox, server
     from embtie.data.lm_corpora import LM_DATASETS, load_tokens
 
     shared = tmp_path / "shared"
+    shutil.copytree(sandbox / "wordsim", shared / "wordsim")
     (shared / "ptb").mkdir(parents=True)
     valid = (SHARED / PTB_VALID.relpath).read_bytes()
     (shared / PTB_VALID.relpath).write_bytes(valid)

@@ -84,9 +84,19 @@ def choose_splits(d: Dataset, splits: list[str] | None) -> list[str]:
 
 def get(name: str, splits: list[str] | None = None, mirror: str | None = None, say: Say = print,
         progress: bool = False) -> Installed:  # fmt: skip
-    """Bring the ``splits`` of dataset ``name`` (default: all) into the data root."""
+    """Bring the ``splits`` of dataset ``name`` (default: all) into the data root, and the datasets it
+    requires (``Dataset.requires``)."""
     d = catalogue.dataset(name)
-    wanted = choose_splits(d, splits)
+    done = _get_one(d, choose_splits(d, splits), mirror, say, progress)
+    for other in d.requires:
+        needed = get(other, None, mirror, say, progress)
+        if needed.added:
+            say(f"{other}: {len(needed.added)} file(s) added under {needed.root} (every run's diagnostics read it)")
+    return done
+
+
+def _get_one(d: Dataset, wanted: list[str], mirror: str | None, say: Say, progress: bool) -> Installed:
+    """Bring the files of ``wanted`` splits of ``d`` that are not here and intact (all, for a preparation)."""
     entries = list(d.entries) if d.prepare is not None else d.entries_of(wanted)
     done = Installed(d.name, data_root())
     todo = []

@@ -112,6 +112,7 @@ WORDSIM = Dataset(
         copied(f"wordsim/{n}", ("eval",), raw(*_WS, f"data/word-sim/{n}"), sha, Pin.SHARED, size)
         for n, size, sha in _WORDSIM
     ),
+    requires=(),
 )
 
 # ------------------------------------------------------------------ Flickr8k captions and the official split

@@ -83,6 +83,8 @@ class Dataset:
     notes: tuple[str, ...] = field(default_factory=tuple)
     default_splits: tuple[str, ...] | None = None
     """the splits ``embtie data get NAME`` brings without --split (default: all)."""
+    requires: tuple[str, ...] = ("wordsim",)
+    """datasets ``get`` brings too: every run's diagnostics score its embeddings on the word-similarity sets."""
 
     @property
     def splits(self) -> tuple[str, ...]:
