@@ -205,3 +205,27 @@ def test_the_wikitext_train_derivation_is_gnu_gzip_9n(tmp_path):
         src.write_bytes(gzip.decompress((SHARED / relpath).read_bytes()))
         fn(src, tmp_path / "dst", lambda s: s)
         assert (tmp_path / "dst").read_bytes() == (SHARED / relpath).read_bytes()
+
+
+def test_verify_and_path(sandbox, server, capsys):
+    serve_shared(server, "ptb", ("valid",))
+    assert main(["data", "path", "ptb"]) == 2
+    assert "ptb is not here; bring it with `embtie data get ptb`" in capsys.readouterr().err
+    assert get(capsys, "ptb", "--split", "valid")[0] == 0
+    assert main(["data", "path", "ptb"]) == 0 and capsys.readouterr().out.strip() == str(sandbox / "ptb")
+    assert main(["data", "verify", "ptb"]) == 0
+    assert capsys.readouterr().out.endswith("1 file(s) checked, 0 mismatch(es)\n")
+    (sandbox / PTB_VALID.relpath).write_text("damaged\n")
+    assert main(["data", "verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"MISMATCH {sandbox / PTB_VALID.relpath}" in out and "14 file(s) checked, 1 mismatch(es)" in out
+    # get replaces a damaged file
+    assert get(capsys, "ptb", "--split", "valid")[0] == 0
+    assert (sandbox / PTB_VALID.relpath).read_bytes() == (SHARED / PTB_VALID.relpath).read_bytes()
+
+
+def test_list_says_where_each_split_is(sandbox, capsys):
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "ptb: Penn Treebank" in out and "missing: train, valid, test (embtie data get ptb)" in out
+    assert f"eval in {sandbox}" in out and "licence: CC BY-SA" in out and "size unknown here" in out

@@ -132,7 +132,10 @@ def _build(d: Dataset, todo: list[DataEntry], staging: Path, mirror: str | None,
 
     def get_source(source: catalogue.Source) -> Path:
         say(f"fetching {source.url}")
-        return fetch(source, d.name, mirror, progress)
+        path = fetch(source, d.name, mirror, progress)
+        if source.sha256 is None and source.git_blob is None and source.md5 is None:
+            say(f"unverified here: {source.file_name} has sha256 {sha256_of(path)} (no published checksum)")
+        return path
 
     if d.prepare is not None:
         archives = [get_source(a) for a in d.archives]

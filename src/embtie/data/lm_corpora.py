@@ -132,6 +132,9 @@ class Corpus:
     def name(self) -> str:
         return self.source or self.train_file or self.dataset if self.own else self.dataset
 
+    def __str__(self) -> str:
+        return self.name if self.tokenizer == "word" else f"{self.name} ({self.tokenizer})"
+
     def file_of(self, split: str) -> str | None:
         return {"train": self.train_file, "valid": self.valid_file, "test": self.test_file}.get(split)
 

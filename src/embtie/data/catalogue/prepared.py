@@ -94,7 +94,7 @@ WMT16 = Dataset(
         "why this preparation: Liu et al. train 'as Ott et al. (2018)', whose recipe (fairseq "
         "examples/scaling_nmt) reads Google's preprocessed WMT'16 En-De, the output of google/seq2seq's "
         "bin/data/wmt16_en_de.sh (commit 7f485894): that script is what `get wmt16` runs",
-        "the archives' checksums are not published: unverified here; the first download records their sha256",
+        "the archives' checksums are not published: unverified here; `get` prints the sha256 of what it downloaded",
     ),
 )
 
