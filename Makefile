@@ -13,10 +13,14 @@ endif
 
 .PHONY: run test test-slow lint typecheck bench venv clean
 
-$(BIN)/.installed: pyproject.toml
+# pyproject.toml states ranges; constraints/cpu.txt pins the exact builds this project tests (torch 2.13.0,
+# whose CPU build lies on this machine's disk: nothing multi-GB is downloaded)
+CONSTRAINTS := constraints/cpu.txt
+
+$(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,hf,caption]'
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,hf,caption]'
 	@touch $@
 
 venv: $(BIN)/.installed

@@ -108,3 +108,70 @@ def test_a_task_refuses_a_model_of_another_kind(preset, model, kind):
     if kind == "language model":
         with pytest.raises(ConfigError, match=r"one of: gpt, lstm$"):
             config_from_dict(raw)
+
+
+# ---------------------------------------------------------------------------- numbers parse alike
+
+
+def test_numbers_in_overrides_parse_alike():
+    cfg = load_config(
+        "ptb-gpt-tiny",
+        [
+            "train.lr=1E-3",
+            "train.max_steps=1e4",
+            "train.warmup_steps=1_000",
+            "train.min_lr_ratio=.5",
+            "seed=+3",
+            "sharing.options.z_loss=1e-4",
+            "sharing.options.softcap=3E1",
+        ],
+    )
+    assert cfg.train.lr == pytest.approx(1e-3) and cfg.train.max_steps == 10_000 and cfg.train.warmup_steps == 1000
+    assert cfg.train.min_lr_ratio == 0.5 and cfg.seed == 3
+    assert cfg.sharing.options == {"z_loss": 1e-4, "softcap": 30.0}
+    assert isinstance(cfg.train.max_steps, int) and isinstance(cfg.sharing.options["z_loss"], float)
+    assert config_from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ConfigError, match=r"^train.lr=inf must be a finite number > 0"):
+        load_config("ptb-gpt-tiny", ["train.lr=inf"])
+    with pytest.raises(ConfigError, match=r"^sharing.options.z_loss=-0.0001 must be >= 0"):
+        load_config("ptb-gpt-tiny", ["sharing.options.z_loss=-1e-4"])
+
+
+def test_numbers_in_yaml_files_parse_alike(tmp_path):
+    """YAML 1.1 reads 1e-4 and 1E4 as text; where a number is declared they are numbers all the same."""
+    text = load_config("ptb-gpt-tiny").to_yaml()
+    text = text.replace("lr: 0.003", "lr: 1e-4").replace("max_steps: 600", "max_steps: 1E3")
+    assert "lr: 1e-4" in text and "max_steps: 1E3" in text
+    text = text.replace("options: {}", "options: {z_loss: 1e-4, init_std: .02}")
+    p = tmp_path / "mine.yaml"
+    p.write_text(text)
+    cfg = load_config(str(p))
+    assert cfg.train.lr == pytest.approx(1e-4) and cfg.train.max_steps == 1000
+    assert cfg.sharing.options == {"z_loss": 1e-4, "init_std": 0.02}
+    assert "z_loss: 0.0001" in cfg.to_yaml()
+
+
+def test_numbers_in_strategy_options_and_variants_parse_alike():
+    from embtie import comparison, sharing
+    from embtie.commands.hf_compare import parse_options
+
+    assert sharing.build("tied", vocab_size=10, dim=8, z_loss="1e-4", softcap="3E1").z_loss == pytest.approx(1e-4)
+    assert comparison.parse_strategy("zl=tied:z_loss=1e-4:init_std=.02:logit_scale=learned") == (
+        "zl",
+        "tied",
+        {"z_loss": 1e-4, "init_std": 0.02, "logit_scale": "learned"},
+    )
+    assert parse_options(["tied.z_loss=1e-4", "fixed.target_dim=1_024"]) == {
+        "tied": {"z_loss": 1e-4},
+        "fixed": {"target_dim": 1024},
+    }
+    spec = comparison.CompareSpec(
+        preset="ptb-gpt-tiny",
+        strategies=["zl"],
+        seeds=1,
+        variants={"zl": ("tied", {"z_loss": 1e-4})},
+        overrides=["sharing.options.init_std=1E-2"],
+    )
+    (run,) = comparison.plan(spec)
+    assert run.cfg.sharing.options == {"z_loss": 1e-4, "init_std": 0.01}
+    assert "zl=tied:z_loss=0.0001" in spec.command()

@@ -21,6 +21,7 @@ import sys
 import typing
 from collections.abc import Iterator
 
+from embtie import __version__
 from embtie.errors import EmbtieError
 from embtie.progress import QUIET_ENV
 
@@ -39,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "hf-compare": "hf_compare",
     "export": "export",
     "data": "data",
+    "config": "config",
 }
 
 
@@ -56,7 +58,17 @@ class _Parser(argparse.ArgumentParser):
     and a "did you mean" for a mistyped command or choice."""
 
     def error(self, message: str) -> typing.NoReturn:
+        message = _drop_repeated_name(message)
         self.exit(2, f"{self.prog}: error: {message}{_did_you_mean(message)}; see `{self.prog} --help`\n")
+
+
+def _drop_repeated_name(message: str) -> str:
+    """``argument --jobs: --jobs 0 must be >= 1`` -> ``--jobs 0 must be >= 1`` (the checks of
+    ``embtie.commands.common`` name the argument themselves)."""
+    m = re.match(r"argument (\S+): ", message)
+    if m and any(message[m.end() :].startswith(f"{name} ") for name in m.group(1).split("/")):
+        return message[m.end() :]
+    return message
 
 
 def _did_you_mean(message: str) -> str:
@@ -74,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Input/output embedding sharing strategies for text-generation models: "
         "build, train, evaluate and compare them.",
     )
+    parser.add_argument("--version", action="version", version=f"embtie {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr "
                         "is not a terminal)")  # fmt: skip
@@ -109,7 +122,12 @@ def _os_error(e: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit as e:  # argparse has printed its one line; --help (status 0) exits as it did
+        if not e.code:
+            raise
+        return e.code if isinstance(e.code, int) else 2
     # Positional words may also come after options (`embtie train PRESET --out DIR lr=0.1`): argparse
     # fills a nargs='*' positional only once, so leftover words extend the command's list positional
     # (``overrides`` or ``args``); the command validates them.

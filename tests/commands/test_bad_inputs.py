@@ -7,7 +7,11 @@ folder, a copied run directory included, hashes the same before and after, and n
 Python API: a specific exception type whose message names the problem.
 
 The cases are tables (``CONFIG_CASES``, ``DATA_CASES``, ``RUN_CASES``, ``READ_ONLY_CASES``, ``CLI_CASES``,
-``API_CASES``), so the size of the catalogue is visible and counted (``test_catalogue_size``); a few
+``API_CASES``; and for one writer per run, results that cannot go stale or carry the wrong name, weights
+that are not finite or do not fit, the strategies' own inputs: ``LOCK_CASES``, ``NONFINITE_CASES``,
+``MISMATCH_CASES``, ``API_BOUNDARY_CASES``, and the cases that succeed with one line, ``NOTE_CASES`` on
+stderr and ``NAME_CASES`` on stdout), so the size of the catalogue is visible and counted
+(``test_catalogue_size``); a few
 inputs that are not errors but easy to get wrong (blank lines to translate, a damaged newest checkpoint
 with a good older one, a damaged state.json on eval, NaN in h or no kept token, an unlabelled HF
 micro-batch) have tests of their own. CLI cases run in-process (``embtie.cli.main``);
@@ -34,10 +38,14 @@ from typing import Any
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
+import lock_holders
 from embtie import sharing
 from embtie.cli import main
 from embtie.errors import ConfigError, DataError
+from embtie.rundir import lock
+from embtie.sharing.inputs import InputTypeError, InputValueError
 
 DATA = Path(os.environ.setdefault("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data")))
 
@@ -125,11 +133,19 @@ def assert_one_line_error(code: int, err: str, expect: tuple[str, ...]) -> str:
 
 
 class Ctx:
-    """What a case's setup works with: its folder, the environment, copies of the trained runs."""
+    """What a case's setup works with: its folder, the environment, copies of the trained runs; ``vars``
+    fills placeholders of the expected strings (``{holder}``: the pid of a process holding a lock)."""
 
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
         self.tmp, self.mp, self.request = tmp, monkeypatch, request
         self.stdin: bytes | None = None
+        self.vars: dict[str, str] = {}
+
+    def hold(self, folder: Path, info: dict[str, Any] | str | None = None) -> None:
+        """A process holding the writer lock of ``folder`` for the rest of the case (``lock_holders.hold``)."""
+        p = lock_holders.hold(folder, info)
+        self.request.addfinalizer(lambda: lock_holders.stop(p))
+        self.vars["holder"] = str(p.pid)
 
     def write(self, name: str, content: str | bytes) -> Path:
         p = self.tmp / name
@@ -183,15 +199,18 @@ def run_cli(argv: list[Any], ctx: Ctx) -> int:
 @dataclass(frozen=True)
 class Case:
     """One bad input on the command line: ``setup(ctx)`` makes the files and returns the argv;
-    the one stderr line must contain every string of ``expect``."""
+    the one stderr line must contain every string of ``expect``. ``changes``: paths (prefixes, relative to
+    the case's folder) that the command may create or change, e.g. the folder of a run that failed at its
+    first step (nothing else may change)."""
 
     id: str
     setup: Callable[[Ctx], list[Any]]
     expect: tuple[str, ...] = field(default=())
+    changes: tuple[str, ...] = field(default=())
 
 
-def case(id: str, setup: Callable[[Ctx], list[Any]], *expect: str) -> Any:
-    return pytest.param(Case(id, setup, expect), id=id)
+def case(id: str, setup: Callable[[Ctx], list[Any]], *expect: str, changes: tuple[str, ...] = ()) -> Any:
+    return pytest.param(Case(id, setup, expect, changes), id=id)
 
 
 def check_cli_case(c: Case, tmp_path, monkeypatch, request, capfd) -> str:
@@ -201,8 +220,12 @@ def check_cli_case(c: Case, tmp_path, monkeypatch, request, capfd) -> str:
     before = snapshot(tmp_path)
     code = run_cli(argv, ctx)
     _, err = capfd.readouterr()
-    line = assert_one_line_error(code, err, c.expect)
-    assert snapshot(tmp_path) == before, "the command changed the user's files"
+    line = assert_one_line_error(code, err, tuple(s.format(**ctx.vars) for s in c.expect) if ctx.vars else c.expect)
+    after = snapshot(tmp_path)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert all(k.startswith(c.changes) for k in changed) if c.changes else not changed, (
+        f"the command changed the user's files: {changed}"
+    )
     return line
 
 
@@ -862,6 +885,737 @@ def test_hf_micro_batch_without_labels_adds_nothing():
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
+# ---------------------------------------------------------------------------- one writer per run directory
+
+
+def _locked(where: str, info: dict[str, Any] | str | None = None) -> Callable[[Ctx], list[Any]]:
+    """`embtie train` into a folder whose writer lock another process holds: a new --out ("new"), or a copy
+    of the finished or unfinished GPT run."""
+
+    def setup(c: Ctx) -> list[Any]:
+        out = c.tmp / "out" if where == "new" else c.run(finished=where == "finished")
+        c.hold(out, info)
+        return c.train_argv(out)
+
+    return setup
+
+
+def _fake_squeue(c: Ctx, state: str) -> None:
+    """An ``squeue`` on PATH that lists every job in ``state`` (empty: no such job any more)."""
+    bin_dir = c.tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\necho '{state}'\n", encoding="utf-8")
+    (bin_dir / "squeue").chmod(0o755)
+    c.mp.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def _locked_by_running_slurm_job(c: Ctx) -> list[Any]:
+    _fake_squeue(c, "RUNNING")
+    c.mp.setenv("SLURM_JOB_ID", "5000")
+    return _locked("unfinished", lock_holders.record(host="node-3", pid=812, slurm_job_id="4999"))(c)
+
+
+def compare_argv(out: Path, *more: str) -> list[Any]:
+    return ["compare", "ptb-gpt-tiny", "--strategies", "tied", "--seeds", "1", *TINY_LM, *more, "--no-progress",
+            "--out", out]  # fmt: skip
+
+
+def _compare_locked(*more: str) -> Callable[[Ctx], list[Any]]:
+    def setup(c: Ctx) -> list[Any]:
+        c.hold(c.tmp / "cmp", lock_holders.record(what="comparison", command="embtie compare ptb-gpt-tiny"))
+        return compare_argv(c.tmp / "cmp", *more)
+
+    return setup
+
+
+def _compare_run_locked(c: Ctx) -> list[Any]:
+    c.hold(c.tmp / "cmp" / "runs" / "tied" / "seed0")
+    return compare_argv(c.tmp / "cmp")
+
+
+LOCK_CASES = [
+    case(
+        "train-out-locked-by-another-trainer",
+        _locked("new"),
+        "out",
+        "in use (training)",
+        "pid {holder} on host",
+        "since 2030-01-01T09:00:00",
+        "delete",
+    ),
+    case("resume-while-another-process-trains", _locked("unfinished"), "run", "in use (training)", "pid {holder}"),
+    case("train-finished-run-while-another-holds-it", _locked("finished"), "in use (training)", "pid {holder}"),
+    case(
+        "train-locked-from-another-host",
+        _locked("unfinished", lock_holders.record(host="node-17", pid=4711, slurm_job_id="4242")),
+        "pid 4711 on host node-17, Slurm job 4242",
+        "if that process is gone, delete",
+    ),
+    case("train-locked-by-a-running-slurm-job", _locked_by_running_slurm_job, "host node-3, Slurm job 4999"),
+    case("train-locked-without-record", _locked("new", lock_holders.NO_INFO), "no readable record", ".embtie-lock"),
+    case("train-locked-damaged-record", _locked("unfinished", "{not json"), "left no readable record"),
+    case(
+        "train-into-a-folder-a-comparison-writes",
+        _locked("new", lock_holders.record(what="comparison", command="embtie compare ptb-gpt-tiny")),
+        "in use (comparison)",
+        "embtie compare ptb-gpt-tiny",
+    ),
+    case("compare-while-another-compares", _compare_locked(), "cmp", "in use (comparison)", "pid {holder}"),
+    case("compare-report-only-while-another-compares", _compare_locked("--report-only"), "in use (comparison)"),
+    case("compare-a-run-another-process-trains", _compare_run_locked, "seed0", "in use (training)", "pid {holder}"),
+]
+
+
+@pytest.mark.parametrize("c", LOCK_CASES)
+def test_lock(c, tmp_path, monkeypatch, request, capfd):
+    check_cli_case(c, tmp_path, monkeypatch, request, capfd)
+
+
+# ---------------------------------------------------------------------------- not finite, does not fit
+
+
+def _rewrite(f: Path, change: Callable[[dict[str, torch.Tensor]], None]) -> None:
+    tensors = dict(load_file(str(f)))
+    change(tensors)
+    save_file(tensors, str(f))
+
+
+def _nan(tensors: dict[str, torch.Tensor]) -> None:
+    tensors["sharing.weight"][3, :2] = float("nan")
+
+
+def _inf(tensors: dict[str, torch.Tensor]) -> None:
+    tensors["norm.weight"][0] = float("inf")
+
+
+def _huge(tensors: dict[str, torch.Tensor]) -> None:
+    """Finite weights whose first step overflows (1e29-sized embeddings)."""
+    tensors["sharing.weight"] *= 1e30
+
+
+def _truncated_vocab(tensors: dict[str, torch.Tensor]) -> None:
+    tensors["sharing.weight"] = tensors["sharing.weight"][:9000].clone()
+
+
+def _extra_tensor(tensors: dict[str, torch.Tensor]) -> None:
+    tensors["head.extra"] = torch.zeros(4)
+
+
+def _weights(how: Callable[[dict[str, torch.Tensor]], None], *argv: Any, kind: str = "lm", checkpoints: int = 2,
+             finished: bool = True, name: str = "model.safetensors") -> Callable[[Ctx], list[Any]]:  # fmt: skip
+    """A run copy whose newest checkpoint's ``name`` is rewritten by ``how``; then ``argv`` on it ("train":
+    resume it)."""
+
+    def setup(c: Ctx) -> list[Any]:
+        run = c.run(kind, checkpoints=checkpoints, finished=finished)
+        _rewrite(c.newest(run) / name, how)
+        if argv[:1] == ("train",):
+            return c.train_argv(run, *argv[1:])
+        return [argv[0], run, *[a(c) if callable(a) else a for a in argv[1:]]]
+
+    return setup
+
+
+def _only_first_checkpoint(how: Callable[[dict[str, torch.Tensor]], None]) -> Callable[[Ctx], list[Any]]:
+    """An unfinished run copy whose only checkpoint is step-00000001, rewritten by ``how``; resumed."""
+
+    def setup(c: Ctx) -> list[Any]:
+        run = c.run(checkpoints=2, finished=False)
+        shutil.rmtree(run / "checkpoints" / "step-00000002")
+        (run / "checkpoints" / "latest").write_text("step-00000001", encoding="utf-8")
+        _rewrite(run / "checkpoints" / "step-00000001" / "model.safetensors", how)
+        return c.train_argv(run)
+
+    return setup
+
+
+def _nan_moments(tensors: dict[str, torch.Tensor]) -> None:
+    for name, t in tensors.items():
+        if name.endswith("exp_avg"):
+            t.fill_(float("nan"))
+
+
+def _mt_nan(tensors: dict[str, torch.Tensor]) -> None:
+    tensors["sharing.weight"][0, 0] = float("nan")
+
+
+def _hf_nan_export(c: Ctx) -> list[Any]:
+    pytest.importorskip("transformers")
+    import embtie.hf as eh
+    from embtie.hf.tiny import tiny_model
+
+    model = eh.apply(tiny_model("gpt2", 40), "tied")
+    with torch.no_grad():
+        model.get_input_embeddings().weight[1, 1] = float("nan")
+    model.save_pretrained(c.tmp / "saved")
+    return ["export", c.tmp / "saved", c.tmp / "exported"]
+
+
+def _init_overflow(c: Ctx) -> list[Any]:
+    return c.train_argv(c.tmp / "out", "sharing.options.init_std=1.0e+30")
+
+
+NONFINITE_CASES = [
+    case(
+        "eval-nan-weights",
+        _weights(_nan, "eval"),
+        "step-00000002",
+        "not finite",
+        "sharing.weight (2 NaN of 160000",
+        "--checkpoint step-00000001",
+        "lower train.lr",
+    ),
+    case("eval-inf-weights", _weights(_inf, "eval"), "norm.weight (1 inf of 16 values)", "--checkpoint step-00000001"),
+    case("eval-nan-only-checkpoint", _weights(_nan, "eval", checkpoints=1), "not finite", "no other checkpoint"),
+    case("analyze-nan-weights", _weights(_nan, "analyze"), "step-00000002", "not finite", "sharing.weight"),
+    case(
+        "resume-nan-weights",
+        _weights(_nan, "train", finished=False),
+        "step-00000002",
+        "not finite",
+        "resume from the older step-00000001 by moving",
+    ),
+    case(
+        "resume-nan-optimizer-state",
+        _weights(_nan_moments, "train", finished=False, name="optim.safetensors"),
+        "optimizer state",
+        "step-00000002",
+        "not finite",
+    ),
+    case(
+        "translate-nan-weights",
+        _weights(_mt_nan, "translate", "--input", file("in.de", "Ein Hund.\n"), kind="mt", checkpoints=1),
+        "not finite",
+        "sharing.weight",
+    ),
+    case("eval-mt-nan-weights", _weights(_mt_nan, "eval", kind="mt", checkpoints=1), "not finite", "sharing.weight"),
+    case("export-nan-weights", _hf_nan_export, "saved", "not finite", "nothing was exported"),
+    case(
+        "train-init-overflows-at-step-0",
+        _init_overflow,
+        "step 0",
+        "likely cause: the initialisation, not the learning rate",
+        "init_std",
+        "no checkpoint was written",
+        changes=("out",),
+    ),
+    case(
+        "resume-first-step-after-resuming-overflows",
+        _only_first_checkpoint(_huge),
+        "step 1",
+        "just resumed from, step-00000001",
+        "moving step-00000001 away",
+        changes=("run/tb", "run/metrics.jsonl"),
+    ),
+]
+
+
+@pytest.mark.parametrize("c", NONFINITE_CASES)
+def test_nonfinite(c, tmp_path, monkeypatch, request, capfd):
+    line = check_cli_case(c, tmp_path, monkeypatch, request, capfd)
+    assert "lower train.lr into" not in line or "step 0" not in line  # never the learning rate at step 0
+
+
+def _edit_config(old: str, new: str, *argv: Any, kind: str = "lm") -> Callable[[Ctx], list[Any]]:
+    """A run copy whose config.yaml has ``old`` replaced by ``new`` (as if edited by hand); then ``argv``
+    on it ("train": resume it with that config.yaml)."""
+
+    def setup(c: Ctx) -> list[Any]:
+        run = c.run(kind, checkpoints=2, finished=argv[0] != "train")
+        cfg = run / "config.yaml"
+        text = cfg.read_text(encoding="utf-8")
+        assert old in text, text
+        cfg.write_text(text.replace(old, new, 1), encoding="utf-8")
+        if argv[0] == "train":
+            return ["train", cfg, "--out", run]
+        return [argv[0], run, *[a(c) if callable(a) else a for a in argv[1:]]]
+
+    return setup
+
+
+def _another_runs_checkpoint(c: Ctx) -> list[Any]:
+    other = c.request.getfixturevalue("mt_run")
+    return ["eval", c.run(), "--checkpoint", c.newest(other)]
+
+
+MISMATCH_CASES = [
+    case(
+        "eval-config-of-another-width",
+        _edit_config("dim: 16", "dim: 32", "eval"),
+        "does not fit",
+        "blocks.0.attn.proj.weight is (16, 16) in the checkpoint, (32, 32) in the model",
+        "and 5 more",
+        "config.yaml the run was trained with",
+    ),
+    case(
+        "eval-config-of-another-strategy",
+        _edit_config("name: tied", "name: untied", "eval"),
+        "does not fit",
+        "missing: sharing.out_weight (10000, 16)",
+    ),
+    case(
+        "eval-config-with-a-bias",
+        _edit_config("options: {}", "options: {bias: true}", "eval"),
+        "missing: sharing.bias (10000,)",
+    ),
+    case("eval-checkpoint-of-another-run", _another_runs_checkpoint, "does not fit", "missing:", "unexpected:"),
+    case(
+        "eval-checkpoint-of-another-vocabulary",
+        _weights(_truncated_vocab, "eval"),
+        "sharing.weight is (9000, 16) in the checkpoint, (10000, 16) in the model",
+    ),
+    case("eval-checkpoint-with-an-unknown-tensor", _weights(_extra_tensor, "eval"), "unexpected: head.extra (4,)"),
+    case("analyze-config-of-another-width", _edit_config("dim: 16", "dim: 32", "analyze"), "does not fit"),
+    case(
+        "resume-config-of-another-width",
+        _edit_config("dim: 16", "dim: 32", "train"),
+        "does not fit",
+        "resume with the config.yaml the run was trained with",
+        "another --out",
+    ),
+    case(
+        "translate-config-of-another-width",
+        _edit_config("dim: 16", "dim: 24", "translate", "--input", file("in.de", "Ein Hund.\n"), kind="mt"),
+        "does not fit",
+        "shapes differ",
+    ),
+]
+
+
+@pytest.mark.parametrize("c", MISMATCH_CASES)
+def test_mismatch(c, tmp_path, monkeypatch, request, capfd):
+    check_cli_case(c, tmp_path, monkeypatch, request, capfd)
+
+
+# ---------------------------------------------------------------------------- not errors: a note, a name
+
+
+@dataclass(frozen=True)
+class NoteCase:
+    """A command that succeeds and says one thing on stderr (``expect``); ``check(ctx)`` then looks at
+    what it wrote."""
+
+    id: str
+    setup: Callable[[Ctx], list[Any]]
+    expect: tuple[str, ...]
+    check: Callable[[Ctx], None]
+
+
+def note_case(id: str, setup: Callable[[Ctx], list[Any]], check: Callable[[Ctx], None], *expect: str) -> Any:
+    return pytest.param(NoteCase(id, setup, expect, check), id=id)
+
+
+@pytest.fixture(scope="module")
+def analysed_run(tmp_path_factory, lm_run) -> Path:
+    """A copy of the GPT run analysed when step-00000001 was its newest checkpoint."""
+    from embtie.analysis import run_diagnostics
+
+    run = tmp_path_factory.mktemp("analysed") / "run"
+    shutil.copytree(lm_run, run)
+    shutil.rmtree(run / "checkpoints" / "step-00000002")
+    (run / "checkpoints" / "latest").write_text("step-00000001", encoding="utf-8")
+    run_diagnostics.analyse(run, 2)
+    return run
+
+
+@pytest.fixture(scope="module")
+def cmp_dir(tmp_path_factory) -> Path:
+    """A finished comparison of one run (tied, seed 0) of the tiny GPT."""
+    out = tmp_path_factory.mktemp("cmp") / "cmp"
+    assert main([str(a) for a in compare_argv(out)]) == 0
+    return out
+
+
+def _diag(run: Path) -> dict[str, Any]:
+    import json
+
+    return json.loads((run / "analysis" / "diagnostics.json").read_text(encoding="utf-8"))
+
+
+def _set_diag(run: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    import json
+
+    raw = _diag(run)
+    change(raw)
+    (run / "analysis" / "diagnostics.json").write_text(json.dumps(raw, indent=1), encoding="utf-8")
+
+
+def _stale_analysis(change: Callable[[dict[str, Any]], None] | None = None) -> Callable[[Ctx], list[Any]]:
+    """The GPT run (newest checkpoint step-00000002) with the analysis of its step-00000001, changed by ``change``."""
+
+    def setup(c: Ctx) -> list[Any]:
+        run = c.run(checkpoints=2)
+        shutil.copytree(c.request.getfixturevalue("analysed_run") / "analysis", run / "analysis")
+        if change is not None:
+            _set_diag(run, change)
+        if change is _legacy:  # the weights are newer than the analysis
+            t = (c.newest(run) / "model.safetensors").stat().st_mtime
+            os.utime(run / "analysis" / "diagnostics.json", (t - 60, t - 60))
+        return ["analyze", run]
+
+    return setup
+
+
+def _changed_weights(raw: dict[str, Any]) -> None:
+    raw["provenance"].update(checkpoint="step-00000002", step=2, model_sha256="0" * 64)
+
+
+def _legacy(raw: dict[str, Any]) -> None:
+    del raw["provenance"]
+
+
+def _analysed_newest(c: Ctx) -> None:
+    prov = _diag(c.tmp / "run")["provenance"]
+    assert prov["checkpoint"] == "step-00000002" and prov["step"] == 2 and prov["command"].startswith("embtie analyze")
+
+
+def _stale_comparison(*more: str) -> Callable[[Ctx], list[Any]]:
+    def setup(c: Ctx) -> list[Any]:
+        out = c.tmp / "cmp"
+        shutil.copytree(c.request.getfixturevalue("cmp_dir"), out)
+        _set_diag(out / "runs" / "tied" / "seed0", lambda raw: raw["provenance"].update(checkpoint="step-00000001"))
+        return compare_argv(out, *more)
+
+    return setup
+
+
+def _comparison_reanalysed(c: Ctx) -> None:
+    assert _diag(c.tmp / "cmp" / "runs" / "tied" / "seed0")["provenance"]["checkpoint"] == "step-00000002"
+    assert (c.tmp / "cmp" / "report.md").is_file() and not (c.tmp / "cmp" / lock.INFO).exists()
+
+
+def _older_eval_result(c: Ctx) -> list[Any]:
+    run = c.run(checkpoints=2)
+    assert run_cli(["eval", run, "--checkpoint", "step-00000001"], c) == 0
+    import json
+
+    results = json.loads((run / "eval.json").read_text(encoding="utf-8"))
+    results["valid"] = {**results.pop("valid@step-00000001"), "split": "valid"}  # as if step 1 had been the newest
+    (run / "eval.json").write_text(json.dumps(results), encoding="utf-8")
+    return ["eval", run, "--test-file", c.write("mine.txt", "the company said\n")]
+
+
+def _eval_json_keeps_both(c: Ctx) -> None:
+    import json
+
+    results = json.loads((c.tmp / "run" / "eval.json").read_text(encoding="utf-8"))
+    assert set(results) == {"valid", "test"} and results["test"]["provenance"]["checkpoint"] == "step-00000002"
+
+
+def _stale_record(c: Ctx) -> list[Any]:
+    """An unfinished run whose lock a SIGKILLed trainer left behind (its info file; the flock died with it)."""
+    import json
+
+    run = c.run(finished=False)
+    info = lock_holders.record(pid=lock_holders.dead_pid())
+    (run / lock.INFO).write_text(json.dumps(info), encoding="utf-8")
+    (run / lock.LOCK).touch()
+    return c.train_argv(run)
+
+
+def _held_by(info: dict[str, Any], env: dict[str, str], squeue: str | None = None) -> Callable[[Ctx], list[Any]]:
+    def setup(c: Ctx) -> list[Any]:
+        for k, v in env.items():
+            c.mp.setenv(k, v)
+        if squeue is not None:
+            _fake_squeue(c, squeue)
+        run = c.run(finished=False)
+        c.hold(run, info)
+        return c.train_argv(run)
+
+    return setup
+
+
+def _resumed_and_released(c: Ctx) -> None:
+    run = c.tmp / "run"
+    assert (run / "summary.json").is_file() and not (run / lock.INFO).exists() and not (run / lock.LOCK).exists()
+
+
+NOTE_CASES = [
+    note_case(
+        "analyze-analysis-of-an-older-checkpoint",
+        _stale_analysis(),
+        _analysed_newest,
+        "out of date",
+        "it came from step-00000001 but the run's newest checkpoint is step-00000002",
+        "computing it again",
+    ),
+    note_case(
+        "analyze-analysis-of-changed-weights",
+        _stale_analysis(_changed_weights),
+        _analysed_newest,
+        "the weights of step-00000002 changed after it was computed",
+    ),
+    note_case(
+        "analyze-analysis-of-older-code",
+        _stale_analysis(_legacy),
+        _analysed_newest,
+        "records no checkpoint",
+        "step-00000002, was written after it",
+    ),
+    note_case(
+        "compare-report-only-stale-analysis",
+        _stale_comparison("--report-only"),
+        _comparison_reanalysed,
+        "seed0 is out of date",
+        "came from step-00000001",
+    ),
+    note_case("compare-again-stale-analysis", _stale_comparison(), _comparison_reanalysed, "seed0 is out of date"),
+    note_case(
+        "eval-json-holds-results-of-an-older-checkpoint",
+        _older_eval_result,
+        _eval_json_keeps_both,
+        "eval.json also holds results of older checkpoints: valid (from step-00000001)",
+    ),
+    note_case(
+        "resume-after-a-killed-trainer",
+        _stale_record,
+        _resumed_and_released,
+        "took over the stale lock",
+        "ended without releasing it",
+    ),
+    note_case(
+        "resume-lock-of-a-dead-process-held-by-its-child",
+        lambda c: _held_by(lock_holders.record(pid=lock_holders.dead_pid()), {})(c),
+        _resumed_and_released,
+        "took over the stale lock",
+        "its process is gone",
+    ),
+    note_case(
+        "resume-in-a-requeued-slurm-job",
+        _held_by(lock_holders.record(host="node-17", slurm_job_id="4242"), {"SLURM_JOB_ID": "4242"}),
+        _resumed_and_released,
+        "Slurm job 4242 was requeued",
+    ),
+    note_case(
+        "resume-after-the-slurm-job-ended",
+        _held_by(lock_holders.record(host="node-3", slurm_job_id="4999"), {"SLURM_JOB_ID": "5000"}, ""),
+        _resumed_and_released,
+        "Slurm job 4999 has ended",
+    ),
+]
+
+
+@pytest.mark.parametrize("c", NOTE_CASES)
+def test_note(c, tmp_path, monkeypatch, request, capfd):
+    """Not errors: exit status 0 and one line on stderr that says what was found and done about it."""
+    ctx = Ctx(tmp_path, monkeypatch, request)
+    argv = c.setup(ctx)
+    capfd.readouterr()
+    code = run_cli(argv, ctx)
+    _, err = capfd.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 0 and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("embtie: note: "), err
+    for s in c.expect:
+        assert s in lines[0], f"{s!r} not in {lines[0]!r}"
+    c.check(ctx)
+
+
+def _eval_named(kind: str, *argv: Any) -> Callable[[Ctx], list[Any]]:
+    return lambda c: ["eval", c.run(kind, checkpoints=2), *[a(c) if callable(a) else a for a in argv]]
+
+
+NAME_CASES = [
+    pytest.param(
+        _eval_named("lm", "--split", "valid", "--test-file", file("mine.txt", "the company said\n")),
+        "file:mine.txt ppl",
+        "file:mine.txt",
+        None,
+        id="eval-file-under-split-valid",
+    ),
+    pytest.param(
+        _eval_named("lm", "--test-file", file("valid.txt", "the company said\n")),
+        "test ppl",
+        "test",
+        None,
+        id="eval-file-named-valid",
+    ),
+    pytest.param(
+        _eval_named(
+            "lm",
+            "--split",
+            "valid",
+            "--test-file",
+            file("mine.txt", "the company said\n"),
+            "--checkpoint",
+            "step-00000001",
+        ),
+        "file:mine.txt@step-00000001 ppl",
+        "file:mine.txt@step-00000001",
+        None,
+        id="eval-file-with-a-named-checkpoint",
+    ),
+    pytest.param(
+        _eval_named("lm", "--checkpoint", "step-00000001"),
+        "valid@step-00000001 ppl",
+        "valid@step-00000001",
+        None,
+        id="eval-named-checkpoint-is-not-the-newest",
+    ),
+    pytest.param(
+        _eval_named(
+            "mt", "--split", "valid", "--src-file", file("s.de", "Ein Hund.\n"), "--ref-file", file("r.en", "A dog.\n")
+        ),
+        "file:s.de: BLEU",
+        "file:s.de",
+        "hyps.file-s.de.txt",
+        id="eval-mt-files-under-split-valid",
+    ),
+]
+
+
+@pytest.mark.parametrize(("setup", "printed", "key", "hyps"), NAME_CASES)
+def test_result_name(setup, printed, key, hyps, tmp_path, monkeypatch, request, capfd):
+    """Not errors: a result is written and printed under the name of what was evaluated; a user's file is never
+    saved or shown as the validation split (nor a named checkpoint's result as the newest one's)."""
+    import json
+
+    ctx = Ctx(tmp_path, monkeypatch, request)
+    argv = setup(ctx)
+    capfd.readouterr()
+    assert run_cli(argv, ctx) == 0
+    out, err = capfd.readouterr()
+    assert err.strip() == "" and out.splitlines()[0].startswith(printed), (out, err)
+    results = json.loads((tmp_path / "run" / "eval.json").read_text(encoding="utf-8"))
+    assert list(results) == [key] and results[key]["provenance"]["command"].startswith("embtie eval")
+    assert results[key].get("split", key.split("@")[0]) == key.split("@")[0]
+    hyp_files = sorted(p.name for p in (tmp_path / "run").glob("hyps.*.txt"))
+    assert hyp_files == ([hyps] if hyps else [])
+
+
+# ---------------------------------------------------------------------------- Python API at its boundary
+
+
+def _api_loss(h: Any, targets: Any, **kw: Any) -> Callable[[Path], Any]:
+    return lambda _: _strategy().loss(h() if callable(h) else h, targets() if callable(targets) else targets, **kw)
+
+
+META = torch.device("meta")
+
+API_BOUNDARY_CASES = [
+    api("embed-a-list", lambda _: _strategy().embed([1, 2]), InputTypeError, "token ids", "torch.Tensor", "list"),
+    api("embed-bool-ids", lambda _: _strategy().embed(torch.tensor([True])), TypeError, "torch.bool"),
+    api("embed-negative-id", lambda _: _strategy().embed(torch.tensor([[2, -1]])), DataError, "token id -1"),
+    api(
+        "embed-ids-on-another-device",
+        lambda _: _strategy().embed(torch.ones(2, dtype=torch.long, device=META)),
+        InputValueError,
+        "token ids are on meta",
+        "weights are on cpu",
+    ),
+    api(
+        "embed-id-out-of-range-l2norm",
+        lambda _: _strategy("l2norm").embed(torch.tensor([11])),
+        DataError,
+        "token id 11",
+        "[0, 10)",
+    ),
+    api(
+        "logits-integer-h",
+        lambda _: _strategy().logits(torch.ones(2, 8, dtype=torch.long)),
+        InputTypeError,
+        "floating point",
+        "torch.int64",
+    ),
+    api("logits-bool-h", lambda _: _strategy().logits(torch.ones(2, 8, dtype=torch.bool)), TypeError, "torch.bool"),
+    api(
+        "logits-h-on-another-device",
+        lambda _: _strategy().logits(torch.ones(2, 8, device=META)),
+        InputValueError,
+        "hidden states are on meta",
+        "weights are on cpu",
+    ),
+    api("logits-scalar-h", lambda _: _strategy().logits(torch.tensor(1.0)), ValueError, "()", "dim=8"),
+    api("logits-a-list", lambda _: _strategy().logits([[0.0] * 8]), InputTypeError, "hidden states", "list"),
+    api(
+        "logits-wrong-width-transformed",
+        lambda _: _strategy("tied-proj").logits(torch.randn(2, 6)),
+        ValueError,
+        "(2, 6)",
+        "dim=8",
+    ),
+    api(
+        "loss-integer-h",
+        _api_loss(torch.ones(2, 8, dtype=torch.long), torch.tensor([1, 2])),
+        InputTypeError,
+        "floating point",
+        "torch.int64",
+    ),
+    api(
+        "loss-h-on-another-device",
+        _api_loss(lambda: torch.randn(2, 8, device=META), torch.tensor([1, 2])),
+        InputValueError,
+        "hidden states are on meta",
+    ),
+    api(
+        "loss-targets-on-another-device",
+        _api_loss(lambda: torch.randn(2, 8), lambda: torch.ones(2, dtype=torch.long, device=META)),
+        InputValueError,
+        "targets are on meta",
+        "hidden states are on cpu",
+    ),
+    api("loss-targets-a-list", _api_loss(lambda: torch.randn(2, 8), [1, 2]), InputTypeError, "targets", "list"),
+    api(
+        "loss-targets-flat-for-3d-h",
+        _api_loss(lambda: torch.randn(2, 3, 8), torch.arange(6)),
+        InputValueError,
+        "(2, 3, 8)",
+        "(6,)",
+    ),
+    api(
+        "loss-targets-transposed",
+        _api_loss(lambda: torch.randn(2, 3, 8), torch.zeros(3, 2, dtype=torch.long)),
+        ValueError,
+        "(3, 2)",
+    ),
+    api(
+        "loss-complex-h",
+        _api_loss(lambda: torch.randn(2, 8, dtype=torch.complex64), torch.tensor([1, 2])),
+        TypeError,
+        "torch.complex64",
+    ),
+    api(
+        "loss-target-equal-to-vocab-size",
+        _api_loss(lambda: torch.randn(3, 8), torch.tensor([1, 10, -1]), ignore_index=-1),
+        DataError,
+        "target id 10",
+        "ignore_index=-1",
+    ),
+    api(
+        "loss-negative-target-not-ignored",
+        _api_loss(lambda: torch.randn(3, 8), torch.tensor([1, -1, 2])),
+        DataError,
+        "target id -1",
+        "ignore_index=-100",
+    ),
+    api(
+        "loss-target-too-large-recompute",
+        _api_loss(lambda: torch.randn(3, 8), torch.tensor([1, 12, 2]), impl="recompute"),
+        DataError,
+        "target id 12",
+    ),
+    api(
+        "loss-negative-target-chunked",
+        _api_loss(lambda: torch.randn(3, 8), torch.tensor([1, -7, 2]), impl="chunked"),
+        DataError,
+        "target id -7",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fn", "exc", "expect"), API_BOUNDARY_CASES)
+def test_python_api_boundary(fn, exc, expect, tmp_path):
+    """The strategy's own inputs: a specific exception (embtie's, where a user could pass it: the command line
+    prints those as one line), one line that names the input and what it should be."""
+    with pytest.raises(exc) as e:
+        fn(tmp_path)
+    message = str(e.value)
+    assert "\n" not in message and message, message
+    for s in expect:
+        assert s in message, f"{s!r} not in {message!r}"
+
+
 # ---------------------------------------------------------------------------- the catalogue
 
 
@@ -872,9 +1626,16 @@ def test_catalogue_size():
         "data": DATA_CASES,
         "run directory": RUN_CASES + READ_ONLY_CASES,
         "command line": CLI_CASES,
-        "python api": API_CASES,
+        "python api": API_CASES + API_BOUNDARY_CASES,
+        "lock": LOCK_CASES,
+        "not finite": NONFINITE_CASES,
+        "mismatch": MISMATCH_CASES,
+        "staleness and stale locks": NOTE_CASES,
+        "result names": NAME_CASES,
     }
     ids = [p.id for cases in tables.values() for p in cases]
     assert len(ids) == len(set(ids)), "case ids must be unique"
     assert len(ids) >= 40, {name: len(cases) for name, cases in tables.items()}
     assert all(len(cases) >= 5 for cases in tables.values()), {name: len(cases) for name, cases in tables.items()}
+    reliability = LOCK_CASES + NONFINITE_CASES + MISMATCH_CASES + NOTE_CASES + NAME_CASES + API_BOUNDARY_CASES
+    assert len(reliability) >= 40, len(reliability)

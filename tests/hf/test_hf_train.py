@@ -33,10 +33,12 @@ def test_tied_loss_equals_the_unpatched_models_loss(model_type):
     ids = torch.randint(3, V, (2, 9))
     labels = _labels_with_padding(ids)
     with torch.no_grad():
-        expected = ref(input_ids=ids, labels=labels).loss
+        expected = ref(input_ids=ids, labels=labels)
         out = eh.apply(copy.deepcopy(ref), "tied")(input_ids=ids, labels=labels)
-    torch.testing.assert_close(out.loss, expected, rtol=1e-6, atol=1e-6)
-    assert out.logits is None  # the N x V logits are not kept when only the loss is asked for
+    torch.testing.assert_close(out.loss, expected.loss, rtol=1e-6, atol=1e-6)
+    # eval mode: the logits come too, as from the stock model (a training step never computes them:
+    # tests/hf/test_trainer_metrics.py)
+    torch.testing.assert_close(out.logits, expected.logits, rtol=1e-6, atol=1e-6)
 
 
 def test_loss_is_the_sharing_loss_of_the_next_tokens_plus_regularization():

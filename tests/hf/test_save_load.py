@@ -3,6 +3,9 @@ target matrices bit-exactly (never re-drawn), and input and output still one ten
 
 import copy
 import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -119,3 +122,66 @@ def test_load_refuses_a_plain_checkpoint(tmp_path):
     (tmp_path / "p" / "model.safetensors").unlink()
     with pytest.raises(DataError, match="save the model with"):
         eh.load(tmp_path / "p")
+
+
+# transformers alone, in `python -I` with every sys.path entry that holds embtie removed (a script that
+# never imports embtie): from_pretrained on a patched checkpoint must fail at once, not load a wrong model.
+PLAIN_LOADER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path = [p for p in sys.path if not (Path(p) / "embtie").exists()]
+    import transformers
+    cls = getattr(transformers, sys.argv[2])
+    try:
+        cls.from_pretrained(sys.argv[1])
+    except Exception as e:
+        print(type(e).__name__ + ": " + str(e))
+    else:
+        print("loaded")
+    assert "embtie" not in sys.modules
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "loader"),
+    [("gpt2", "AutoModelForCausalLM"), ("llama", "LlamaForCausalLM"), ("marian", "AutoModelForSeq2SeqLM")],
+)
+def test_from_pretrained_refuses_a_patched_checkpoint_in_one_line_naming_embtie_load(model_type, loader, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    model = eh.apply(tiny_model(model_type, V), "l2norm")
+    model.save_pretrained(tmp_path / "saved")
+    with pytest.raises(ValueError, match=r"embtie\.hf\.load\(path\)") as info:
+        getattr(transformers, loader).from_pretrained(tmp_path / "saved")
+    assert "\n" not in str(info.value) and "'l2norm'" in str(info.value)
+    # embtie.hf.load reads the folder; the config it gives back is clean, and saving again guards again
+    loaded = eh.load(tmp_path / "saved")
+    assert "transformers_weights" not in loaded.config.to_dict()
+    loaded.save_pretrained(tmp_path / "again")
+    with pytest.raises(ValueError, match=r"embtie\.hf\.load"):
+        getattr(transformers, loader).from_pretrained(tmp_path / "again")
+    # stock weights (embtie.hf.export) load with from_pretrained as before
+    eh.export(loaded, tmp_path / "stock")
+    assert not eh.is_patched(getattr(transformers, loader).from_pretrained(tmp_path / "stock"))
+
+
+def test_from_pretrained_refuses_without_embtie_installed(tmp_path):
+    eh.apply(tiny_model("gpt2", V), "tied").save_pretrained(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", PLAIN_LOADER, str(tmp_path), "AutoModelForCausalLM"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    printed = done.stdout.strip()
+    assert printed.startswith("ValueError:") and "embtie.hf.load(path)" in printed and "\n" not in printed
+
+
+def test_a_trainer_checkpoint_is_guarded_too(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    model = eh.apply(tiny_model("gpt2", V), "tied")
+    args = transformers.TrainingArguments(output_dir=str(tmp_path / "t"), report_to=[], use_cpu=True)
+    transformers.Trainer(model=model, args=args).save_model(str(tmp_path / "saved"))
+    with pytest.raises(ValueError, match=r"embtie\.hf\.load"):
+        transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "saved")
+    assert eh.load(tmp_path / "saved").config.embtie["strategy"] == "tied"

@@ -208,6 +208,17 @@ class ValidationSummary(Record):
 
 
 @dataclass(kw_only=True)
+class Provenance(Record):
+    """What a derived file was computed from: the checkpoint (folder name, step, sha256 of its
+    model.safetensors) and the command that computed it."""
+
+    checkpoint: str
+    step: int | None
+    model_sha256: str
+    command: str
+
+
+@dataclass(kw_only=True)
 class RunDiagnostics(Record):
     """Everything ``embtie analyze`` computes once for a run (``RUN_DIR/analysis/diagnostics.json``)."""
 
@@ -231,6 +242,8 @@ class RunDiagnostics(Record):
     row_updates: RowUpdates
     valid: ValidationSummary
     seconds: float | None = optional()
+    provenance: Provenance | None = optional()  # noqa: RUF009 (a field factory, as the others)
+    """the checkpoint the diagnostics came from (files of older code have none)."""
 
 
 IntArray = NDArray[np.int64]

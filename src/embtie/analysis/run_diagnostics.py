@@ -9,13 +9,17 @@ task's quality diagnostics (translation: BLEU and vocabulary usage; captioning: 
 usage and the captions). arrays.npz holds the per-token and per-unit arrays behind them (``RunArrays``).
 
 The files carry a version: ``read`` knows how to read each version it lists in ``READERS`` and treats
-any other as not analysed (the run is analysed again).
+any other as not analysed (the run is analysed again). They also record the checkpoint they came from
+(``RunDiagnostics.provenance``: step, sha256 of model.safetensors, command); diagnostics of an older
+checkpoint than the run's newest are stale, and ``read`` computes them again, saying so in one line.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +38,7 @@ from embtie.analysis.records import (
     NormFrequency,
     NormHistograms,
     ParameterCounts,
+    Provenance,
     RowUpdates,
     RunArrays,
     RunDiagnostics,
@@ -41,6 +46,7 @@ from embtie.analysis.records import (
     ValidationSummary,
     WordSimilarity,
 )
+from embtie.rundir import checkpoints, provenance
 from embtie.tasks.capabilities import Captions, Translates
 
 if TYPE_CHECKING:
@@ -203,17 +209,24 @@ def diagnose(
 
 
 def write(run_dir: Path, diag: RunDiagnostics, arrays: RunArrays) -> Path:
+    """Write diagnostics.json and arrays.npz, each through a temporary file and ``os.replace`` (a reader
+    never sees half a file; the arrays go first, the JSON that names their checkpoint last)."""
     out = Path(run_dir) / ANALYSIS_DIR
     out.mkdir(parents=True, exist_ok=True)
-    arrays.save(out / "arrays.npz")
+    tmp = out / f".arrays.npz.tmp{os.getpid()}.npz"
+    try:
+        arrays.save(tmp)
+        os.replace(tmp, out / "arrays.npz")
+    finally:
+        tmp.unlink(missing_ok=True)
     text = json.dumps(diag.to_json(), indent=1, default=json_default)
-    (out / "diagnostics.json").write_text(text, encoding="utf-8")
+    checkpoints.write_atomic(out / "diagnostics.json", text)
     return out
 
 
-def read(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
-    """The diagnostics and arrays of a run analysed before, or None (not analysed, or by a version of the
-    analysis this code cannot read)."""
+def read_stored(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
+    """The diagnostics and arrays of a run analysed before, as they are on disk, or None (not analysed, or
+    by a version of the analysis this code cannot read); ``read`` also checks that they are current."""
     out = Path(run_dir) / ANALYSIS_DIR
     if not (out / "diagnostics.json").is_file() or not (out / "arrays.npz").is_file():
         return None
@@ -223,3 +236,51 @@ def read(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
     if reader is None:
         return None
     return reader(raw), RunArrays.load(out / "arrays.npz")
+
+
+def stale_reason(run_dir: Path, diag: RunDiagnostics) -> str | None:
+    """Why stored diagnostics no longer describe the run's newest checkpoint, or None (current, or no
+    checkpoint to compare with: e.g. stored runs whose checkpoints were deleted)."""
+    p = diag.provenance
+    if p is None:
+        return provenance.legacy_stale_reason(Path(run_dir), Path(run_dir) / ANALYSIS_DIR / "diagnostics.json")
+    return provenance.stale_reason(Path(run_dir), p.checkpoint, p.model_sha256)
+
+
+def current(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
+    """The stored diagnostics when they are current; None when there are none or (with a one-line note on
+    stderr) when they are stale and must be computed again."""
+    stored = read_stored(run_dir)
+    return None if stored is None or _stale(run_dir, stored[0]) else stored
+
+
+def _stale(run_dir: Path, diag: RunDiagnostics) -> bool:
+    """Whether stored diagnostics are stale (saying why in one line on stderr)."""
+    why = stale_reason(run_dir, diag)
+    if why is not None:
+        print(f"embtie: note: the analysis of {run_dir} is out of date ({why}); computing it again", file=sys.stderr)
+    return why is not None
+
+
+def analyse(
+    run_dir: Path, n_update_batches: int = 8, device: str | torch.device = "cpu", command: str | None = None
+) -> tuple[RunDiagnostics, RunArrays]:
+    """Load the run's newest checkpoint, compute its diagnostics (recording that checkpoint and
+    ``command``) and write them; the run may be training meanwhile."""
+    from embtie.rundir.loading import load_run
+
+    run = load_run(run_dir, device)
+    diag, arrays = diagnose(run.model, run.task, run.config, run.summary or {}, n_update_batches)
+    diag.provenance = Provenance.from_json(run.source().to_json(command or f"embtie analyze {run_dir}"))
+    write(run_dir, diag, arrays)
+    return diag, arrays
+
+
+def read(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
+    """The diagnostics and arrays of a run analysed before, or None (not analysed, or by a version of the
+    analysis this code cannot read). Stored diagnostics that are out of date (the run has a newer
+    checkpoint than theirs) are computed again, with a one-line note, over as many batches as before."""
+    stored = read_stored(run_dir)
+    if stored is None or not _stale(run_dir, stored[0]):
+        return stored
+    return analyse(run_dir, stored[0].row_updates.batches, command=f"embtie analyze {run_dir} (stale analysis)")

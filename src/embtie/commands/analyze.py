@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from embtie.commands.common import device_arg
+from embtie.commands.common import device_arg, number_arg, path_arg
 
 if TYPE_CHECKING:
     from embtie.analysis.records import RunArrays, RunDiagnostics
@@ -20,8 +20,18 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `embtie train` or `embtie compare`")
-    parser.add_argument("--batches", type=int, default=8, help="training batches for the row-update counts (default 8)")
+    parser.add_argument(
+        "run_dir",
+        type=path_arg("RUN_DIR"),
+        metavar="RUN_DIR",
+        help="a run directory of `embtie train` or `embtie compare`",
+    )
+    parser.add_argument(
+        "--batches",
+        type=number_arg(int, "--batches", ge=1),
+        default=8,
+        help="training batches for the row-update counts (default 8)",
+    )
     parser.add_argument("--force", action="store_true", help="recompute the diagnostics even if they exist")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
 
@@ -55,6 +65,22 @@ def plot_run(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -
     return figs
 
 
+def _plot_atomically(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -> list[tuple[Path, str]]:
+    """``plot_run`` into a temporary folder, each figure then moved into ``out`` with ``os.replace``."""
+    import os
+    import shutil
+
+    tmp = out / f".plots.tmp{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        drawn = plot_run(diag, arrays, tmp, command)
+        for p, _ in drawn:
+            os.replace(p, out / p.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [(out / p.name, caption) for p, caption in drawn]
+
+
 def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
     """What ``embtie analyze`` prints: the headline numbers of each diagnostic."""
     s0, nf, ru = diag.step0, diag.norm_frequency, diag.row_updates
@@ -77,21 +103,17 @@ def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.analysis import run_diagnostics
-    from embtie.errors import ConfigError
-    from embtie.rundir.loading import load_run
 
-    if args.batches < 1:
-        raise ConfigError(f"--batches {args.batches} must be >= 1")
     d = Path(args.run_dir)
-    loaded = None if args.force else run_diagnostics.read(d)
+    # no writer lock: the newest complete checkpoint is read (the run may be training), and the files
+    # written (diagnostics, plots) are replaced atomically; stale diagnostics are computed again
+    loaded = None if args.force else run_diagnostics.current(d)
     if loaded is None:
-        r = load_run(d, args.device)
-        diag, arrays = run_diagnostics.diagnose(r.model, r.task, r.config, r.summary or {}, args.batches)
-        run_diagnostics.write(d, diag, arrays)
+        diag, arrays = run_diagnostics.analyse(d, args.batches, args.device, command=f"embtie analyze {d}")
     else:
         diag, arrays = loaded
     out = d / run_diagnostics.ANALYSIS_DIR
-    figs = plot_run(diag, arrays, out, f"embtie analyze {d}")
+    figs = _plot_atomically(diag, arrays, out, f"embtie analyze {d}")
     print(json.dumps(summary_lines(diag), indent=1))
     print(f"diagnostics: {(out / 'diagnostics.json').resolve()}")
     for p, _ in figs:

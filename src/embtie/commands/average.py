@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 
+from embtie.commands.common import number_arg, path_arg
+
 HELP = "average the weights of a run's last N checkpoints into checkpoints/avg-lastN"
 DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR")
-    parser.add_argument("--last", type=int, required=True, metavar="N")
+    parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
+    parser.add_argument(
+        "--last", type=number_arg(int, "--last", ge=1), required=True, metavar="N", help="how many checkpoints"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,16 +6,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from embtie.commands.common import device_arg, positive_int, read_run_config
+from embtie.commands.common import device_arg, number_arg, path_arg, read_run_config
 
 HELP = "caption image files with a trained captioning run"
 DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument("images", metavar="IMAGE", nargs="+", help="image files (.jpg, .png)")
-    parser.add_argument("--beam", type=positive_int, default=None, help="beam width (1: greedy; default: the run's)")
+    parser.add_argument(
+        "--beam", type=number_arg(int, "--beam", ge=1), default=None, help="beam width (1: greedy; default: the run's)"
+    )
     parser.add_argument("--checkpoint", metavar="NAME", help="e.g. best (default: newest)")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
 

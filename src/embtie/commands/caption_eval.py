@@ -11,11 +11,13 @@ from embtie.rundir.checkpoints import write_atomic
 
 
 def captioning(run_, split: str, captions_file: str | None, args: argparse.Namespace,
-               save: Callable[[Path, str, dict], None]) -> int:  # fmt: skip
+               save: Callable[[Path, str, dict], None], name: str | None = None) -> int:  # fmt: skip
     """BLEU-1..4, METEOR, ROUGE-L, CIDEr, vocabulary usage of ``split`` (captions from ``captions_file``
-    when given); captions to RUN_DIR/hyps.<split>.txt (``IMAGE<TAB>caption``), scores to eval.json."""
+    when given); captions to RUN_DIR/hyps.<name>.txt (``IMAGE<TAB>caption``), scores to eval.json under
+    ``name`` (default: the split; a captions file evaluated in place of the validation split is named by it)."""
     res = run_.task.evaluate_captions(run_.model, split, captions_file, beam=args.beam, lenpen=args.lenpen)
     hyps, names = res.pop("hyps"), res.pop("names")
+    split = name or split
     key = split if args.checkpoint is None else f"{split}@{run_.checkpoint.name}"
     res["checkpoint"] = run_.checkpoint.name
     print(
@@ -29,7 +31,7 @@ def captioning(run_, split: str, captions_file: str | None, args: argparse.Names
         f"{100 * res['unk_share']:.2f}%, mean length {res['mean_length']:.2f} "
         f"({res['images']} images, beam {res['beam']}, checkpoint {res['checkpoint']})"
     )
-    out = Path(args.run_dir) / f"hyps.{key}.txt"
+    out = Path(args.run_dir) / f"hyps.{key.replace('file:', 'file-', 1)}.txt"
     try:
         write_atomic(out, "".join(f"{n}\t{h}\n" for n, h in zip(names, hyps)))
     except OSError as e:

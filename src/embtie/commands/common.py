@@ -1,13 +1,51 @@
-"""Checks shared by the subcommands: a ``--device`` argument, the ``--out`` folder of a run, text on stdin."""
+"""Checks shared by the subcommands: numbers and paths on the command line, a ``--device`` argument, the
+``--out`` folder of a run, text on stdin.
+
+Every argument is checked where argparse reads it (its ``type=``), so that a refused command has done
+nothing yet: ``number_arg(int, "--seeds", ge=1)`` reads a number as everywhere else
+(``embtie.schema.parse_number``: ``1e4``, ``1_000``, ``.5``) and checks it against the limits of an
+``embtie.schema.Setting`` (one line: ``--seeds 0 must be >= 1``); ``path_arg("--out")`` refuses an empty path.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from embtie.errors import ConfigError
+from embtie.schema import Setting, check
+
+
+def number_arg(tp: type[int] | type[float], flag: str, **limits: Any) -> Callable[[str], Any]:
+    """argparse ``type=`` for a number of type ``tp`` within ``limits`` (``ge=1``, ``gt=0``, ...: the fields
+    of ``embtie.schema.Setting``); an error names the flag, the value and the range."""
+    spec = Setting(**limits)
+
+    def read(text: str) -> Any:
+        try:
+            return check(text, tp, flag, spec)
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    read.__name__ = tp.__name__  # argparse names the type in its own messages
+    return read
+
+
+def path_arg(flag: str, example: str = "runs/my-run") -> Callable[[str], str]:
+    """argparse ``type=`` for a file or folder path (or a URL): an empty one (``--out ''``, which would mean the
+    current folder) is refused, naming ``example``."""
+
+    def read(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{flag} {text!r} is empty; give a path, e.g. {flag} {example}")
+        return text
+
+    read.__name__ = "path"
+    return read
 
 
 def device_arg(text: str) -> str:
@@ -28,17 +66,6 @@ def device_arg(text: str) -> str:
     elif dev.type != "cpu":
         raise argparse.ArgumentTypeError(f"{text!r} is not supported; use cpu, cuda or cuda:N")
     return text
-
-
-def positive_int(text: str) -> int:
-    """argparse ``type=`` for counts that must be >= 1 (``--beam``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
 
 
 def read_run_config(run_dir: str | Path):

@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from embtie.decisions.sequential import SequentialDesign
+
 if TYPE_CHECKING:
     from embtie.comparison import CompareSpec
 
@@ -21,6 +23,7 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison
+    from embtie.commands.common import number_arg, path_arg
 
     parser.add_argument(
         "args",
@@ -38,21 +41,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=number_arg(int, "--seeds", ge=1),
         default=None,
         help=f"seeds per strategy (default {comparison.DEFAULT_SEEDS}; the default job: "
         f"{comparison.DEFAULT_JOB_SEEDS})",
     )
     parser.add_argument(
         "--first-seed",
-        type=int,
+        type=number_arg(int, "--first-seed", ge=0),
         default=0,
         help="seeds are FIRST, FIRST+1, ... (default 0); another base seed checks that the verdicts are stable",
     )
-    parser.add_argument("--out", default=None, help="output folder (default runs/compare-<preset>)")
+    parser.add_argument(
+        "--out", type=path_arg("--out"), default=None, help="output folder (default runs/compare-<preset>)"
+    )
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=number_arg(int, "--jobs", ge=1),
         default=None,
         help="train this many runs at once, each in its own process (e.g. one per CPU core with "
         "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
@@ -71,9 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "metric (perplexity, or BLEU for translation/captioning), or --max-seeds is reached; --seeds is the "
         "first round (default 4). Error rates hold under this optional stopping (alpha spent over the looks)",
     )
-    parser.add_argument("--max-seeds", type=int, default=10, help="the last look of --until-decided (default 10)")
     parser.add_argument(
-        "--seeds-per-round", type=int, default=2, help="seeds added per round of --until-decided (default 2)"
+        "--max-seeds",
+        type=number_arg(int, "--max-seeds", ge=2),
+        default=None,
+        help=f"the last look of --until-decided, at least --seeds (default {SequentialDesign.max_seeds})",
+    )
+    parser.add_argument(
+        "--seeds-per-round",
+        type=number_arg(int, "--seeds-per-round", ge=1),
+        default=SequentialDesign.step,
+        help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -98,9 +111,12 @@ def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
     from embtie import comparison, sharing
-    from embtie.decisions import DEFAULT_MARGINS, SequentialDesign, parse_margins
+    from embtie.decisions import DEFAULT_MARGINS, parse_margins
+    from embtie.errors import ConfigError
 
     given, overrides = _split_preset(args)
+    if args.max_seeds is not None and args.seeds is not None and args.max_seeds < args.seeds:
+        raise ConfigError(f"--max-seeds {args.max_seeds} must be >= --seeds {args.seeds}")
     default_job = given is None
     preset = comparison.DEFAULT_PRESET if given is None else given
     if default_job:
@@ -115,7 +131,10 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     design = None
     if args.until_decided:
         first = args.seeds if args.seeds is not None else SequentialDesign.first
-        design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=args.max_seeds)
+        if first < 2:
+            raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
+        max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
+        design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
         preset=preset,
@@ -124,25 +143,52 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         first_seed=args.first_seed,
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,
-        out_dir=Path(args.out) if args.out else Path("runs") / f"compare-{Path(preset).stem}",
+        out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
         margins={k: m for k, m in parse_margins(args.margin).items() if DEFAULT_MARGINS[k] != m},
         design=design,
     )
     return spec, default_job
 
 
+def _check_before_writing(spec: CompareSpec) -> None:
+    """Everything a comparison can be refused for, before it writes anything: every planned config
+    (``comparison.plan``), the output folder, and the data each distinct data section trains on."""
+    from embtie import comparison, tasks
+    from embtie.commands.common import check_out_dir
+
+    runs = comparison.plan(spec)
+    check_out_dir(spec.out_dir)
+    checked: list[object] = []
+    for r in runs:
+        key = (r.cfg.task, r.cfg.data)
+        if key not in checked:
+            tasks.get(r.cfg.task).check_data(r.cfg)
+            checked.append(key)
+
+
 def run(args: argparse.Namespace) -> int:
+    from embtie.rundir import lock
+
+    spec, default_job = _spec(args)
+    with lock.hold(spec.out_dir, "comparison", lock.command_line()):  # one writer per output folder
+        return _compare(spec, default_job, args)
+
+
+def _compare(spec: CompareSpec, default_job: bool, args: argparse.Namespace) -> int:
     from embtie import comparison
     from embtie.comparison import rounds
     from embtie.reporting import comparison_report, document
 
-    spec, default_job = _spec(args)
     out = spec.out_dir
     t0 = time.perf_counter()
     jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
+    if not args.report_only:
+        _check_before_writing(spec)
     if spec.design is not None:
-        counts = rounds.settled_counts(spec) if args.report_only else rounds.run_until_decided(
-            spec, progress=not args.no_progress, jobs=jobs
+        counts = (
+            rounds.settled_counts(spec)
+            if args.report_only
+            else rounds.run_until_decided(spec, progress=not args.no_progress, jobs=jobs)
         )
         spec = replace(spec, seed_counts=counts)
         runs = comparison.finished_runs(comparison.plan(spec))

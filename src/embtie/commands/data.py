@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from embtie.commands.common import path_arg
+
 HELP = "list, download (get), verify and locate the datasets (PTB, WikiText-2, Multi30k, IWSLT14, WMT, ...)"
 DESCRIPTION = (
     "`embtie data list` shows every dataset, its splits, size, licence and where it is now; "
@@ -22,7 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     get.add_argument("name", metavar="NAME")
     get.add_argument("--split", action="append", default=None, metavar="SPLIT",
                      help="a split to bring (repeatable, or comma-separated; default: all)")  # fmt: skip
-    get.add_argument("--mirror", metavar="URL", default=None, help="fetch from a mirror holding MIRROR/HOST/PATH")
+    get.add_argument(
+        "--mirror",
+        type=path_arg("--mirror", "http://127.0.0.1:8000"),
+        metavar="URL",
+        default=None,
+        help="fetch from a mirror holding MIRROR/HOST/PATH",
+    )
     verify = sub.add_parser("verify", help="check the sha256 of every dataset file present")
     verify.add_argument("name", metavar="NAME", nargs="?", default=None)
     path = sub.add_parser("path", help="the folder that holds a dataset")

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from embtie.commands.common import device_arg, positive_int
+from embtie.commands.common import device_arg, number_arg, path_arg
 from embtie.rundir.checkpoints import write_atomic
 
 HELP = "perplexity of a trained run on a split or a user-supplied file (writes RUN_DIR/eval.json)"
@@ -30,17 +32,36 @@ DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument(
         "--split", choices=("valid", "test"), default=None,
         help="default: valid (test with --test-file/--src-file); test: the dataset's test split (embtie data get)",
     )  # fmt: skip
-    parser.add_argument("--test-file", metavar="PATH", help="your own text file to evaluate instead of a split")
+    parser.add_argument(
+        "--test-file",
+        type=path_arg("--test-file"),
+        metavar="PATH",
+        help="your own text file to evaluate instead of a split",
+    )
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
-    parser.add_argument("--src-file", metavar="S", help="translation: source sentences of a test set")
-    parser.add_argument("--ref-file", metavar="R", help="translation: the references of --src-file")
-    parser.add_argument("--beam", type=positive_int, default=None, help="translation: beam width (default: the run's)")
-    parser.add_argument("--lenpen", type=float, default=None, help="translation: length penalty (default: the run's)")
+    parser.add_argument(
+        "--src-file", type=path_arg("--src-file"), metavar="S", help="translation: source sentences of a test set"
+    )
+    parser.add_argument(
+        "--ref-file", type=path_arg("--ref-file"), metavar="R", help="translation: the references of --src-file"
+    )
+    parser.add_argument(
+        "--beam",
+        type=number_arg(int, "--beam", ge=1),
+        default=None,
+        help="translation: beam width (default: the run's)",
+    )
+    parser.add_argument(
+        "--lenpen",
+        type=number_arg(float, "--lenpen", ge=0),
+        default=None,
+        help="translation: length penalty (default: the run's)",
+    )
     parser.add_argument("--checkpoint", metavar="NAME", help="weights to use, e.g. avg-last5 (default: newest)")
     parser.add_argument(
         "--ref-tokenized",
@@ -51,6 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def result_name(split: str, user_file: str | None) -> str:
+    """What a result is called in eval.json, in hyps.<name>.txt and on screen: the split; a user's file
+    evaluated in place of the validation split is named by the file (``file:NAME``), never ``valid``.
+    (A user's file without ``--split`` stands for the test split.)"""
+    if user_file is None or split == "test":
+        return split
+    return f"file:{Path(user_file).name}"
+
+
 def run(args: argparse.Namespace) -> int:
     from embtie.rundir.loading import load_for_decoding
     from embtie.tasks.capabilities import Captions
@@ -58,18 +88,40 @@ def run(args: argparse.Namespace) -> int:
     translation = _check_inputs(args)
     split = args.split or ("test" if args.test_file or args.src_file else "valid")
     path = str(Path(args.test_file).expanduser()) if args.test_file else None
+    name = result_name(split, args.test_file or args.src_file)
+    # no writer lock: the newest complete checkpoint is read (the run may be training); eval.json is replaced atomically
     run_ = load_for_decoding(args.run_dir, args.checkpoint, device=args.device)
+    source = run_.source().to_json(_command(args))
+
+    def save(run_dir: Path, key: str, res: dict) -> None:
+        _save(run_dir, key, {**res, "provenance": source})
+
     if translation:
-        return _translation(run_, split, args)
+        return _translation(run_, split, name, args, save)
     if isinstance(run_.task, Captions):
         from embtie.commands.caption_eval import captioning
 
-        return captioning(run_, split, path, args, _save)
+        return captioning(run_, split, path, args, save, name=name)
     res = run_.task.evaluate(run_.model, split, path=path)
-    res = {**res, "file": path, "checkpoint": run_.checkpoint.name}
-    print(f"{split} ppl {res['ppl']:.2f} (loss {res['loss']:.4f}, {res['tokens']} tokens)")
-    _save(Path(args.run_dir), split, res)
+    res = {**res, "split": name, "file": path, "checkpoint": run_.checkpoint.name}
+    key = name if args.checkpoint is None else f"{name}@{run_.checkpoint.name}"
+    print(f"{key} ppl {res['ppl']:.2f} (loss {res['loss']:.4f}, {res['tokens']} tokens)")
+    save(Path(args.run_dir), key, res)
     return 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line of this evaluation, for the provenance of its result."""
+    import shlex
+
+    parts = ["embtie", "eval", str(args.run_dir)]
+    for flag in ("split", "test_file", "src_file", "ref_file", "checkpoint", "beam", "lenpen", "device"):
+        value = getattr(args, flag, None)  # foreign: argparse Namespace
+        if value is not None and not (flag == "device" and value == "cpu"):
+            parts += [f"--{flag.replace('_', '-')}", str(value)]
+    if getattr(args, "ref_tokenized", None):  # foreign: argparse Namespace
+        parts.append("--ref-tokenized")
+    return shlex.join(parts)
 
 
 def _check_inputs(args: argparse.Namespace) -> bool:
@@ -139,6 +191,7 @@ def _save(run_dir: Path, key: str, res: dict) -> None:
         raise DataError(f"{out} is unreadable ({e}); move it away to save this result in a new one") from None
     if not isinstance(allres, dict):
         raise DataError(f"{out} does not hold a JSON object; move it away to save this result in a new one")
+    _note_stale(run_dir, {k: v for k, v in allres.items() if k != key})
     allres[key] = res
     try:
         write_atomic(out, json.dumps(allres, indent=1))
@@ -146,8 +199,28 @@ def _save(run_dir: Path, key: str, res: dict) -> None:
         raise DataError(f"cannot write {out}: {e.strerror or e}; the result above was not saved") from None
 
 
-def _translation(run_, split: str, args: argparse.Namespace) -> int:
-    """BLEU / chrF (+ perplexity) of a translation run; outputs to RUN_DIR/hyps.<split>.txt."""
+def _note_stale(run_dir: Path, entries: dict) -> None:
+    """One line on stderr naming the other results of eval.json that came from an older checkpoint than the
+    run's newest (results of a named checkpoint, ``KEY@NAME``, are never out of date by a newer step)."""
+    from embtie.rundir.provenance import stale_reason
+
+    stale = []
+    for key, res in entries.items():
+        prov = res.get("provenance") if isinstance(res, dict) and "@" not in key else None
+        if not isinstance(prov, dict) or not isinstance(ckpt := prov.get("checkpoint"), str):
+            continue  # a result of older code, or of a named checkpoint
+        if stale_reason(run_dir, ckpt, str(prov.get("model_sha256"))) is not None:
+            stale.append(f"{key} (from {ckpt})")
+    if stale:
+        print(
+            f"embtie: note: {run_dir / 'eval.json'} also holds results of older checkpoints: {', '.join(stale[:3])}"
+            f"{f' and {len(stale) - 3} more' if len(stale) > 3 else ''}; run `embtie eval` again for them",
+            file=sys.stderr,
+        )
+
+
+def _translation(run_, split: str, name: str, args: argparse.Namespace, save: Callable[[Path, str, dict], None]) -> int:
+    """BLEU / chrF (+ perplexity) of a translation run; outputs to RUN_DIR/hyps.<name>.txt."""
     from embtie.errors import DataError
 
     res = run_.task.evaluate_translation(
@@ -156,6 +229,7 @@ def _translation(run_, split: str, args: argparse.Namespace) -> int:
     )  # fmt: skip
     hyps = res.pop("hyps")
     d = Path(args.run_dir)
+    split = res["split"] = name
     key = split if args.checkpoint is None else f"{split}@{run_.checkpoint.name}"
     res["checkpoint"] = run_.checkpoint.name
     print(
@@ -166,10 +240,15 @@ def _translation(run_, split: str, args: argparse.Namespace) -> int:
     print(f"sacreBLEU {res['bleu_signature']} = {res['bleu']:.2f} (detokenized)")
     print(f"tok-BLEU {res['bleu_tok_signature']} = {res['bleu_tok']:.2f} (multi-bleu.perl on tokenized text)")
     print(f"chrF {res['chrf_signature']}")
-    hyp_file = d / f"hyps.{key}.txt"
+    hyp_file = d / f"hyps.{hyps_name(key)}.txt"
     try:
         write_atomic(hyp_file, "".join(h + "\n" for h in hyps))
     except OSError as e:
         raise DataError(f"cannot write {hyp_file}: {e.strerror or e}; the scores above were not saved") from None
-    _save(d, key, res)
+    save(d, key, res)
     return 0
+
+
+def hyps_name(key: str) -> str:
+    """The part of ``hyps.<part>.txt`` for a result key (``file:NAME`` -> ``file-NAME``)."""
+    return key.replace("file:", "file-", 1)

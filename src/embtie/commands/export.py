@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from embtie.commands.common import path_arg
+
 HELP = "fold a Hugging Face model's sharing strategy into stock transformers weights (loadable without embtie)"
 DESCRIPTION = (
     "Load RUN_OR_HF_DIR (a folder saved with save_pretrained after embtie.hf.apply, or an `embtie hf-compare "
@@ -17,8 +19,15 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="RUN_OR_HF_DIR", help="folder saved from an embtie.hf model (or RUN/model)")
-    parser.add_argument("out", metavar="OUT", help="folder to write the stock transformers model to")
+    parser.add_argument(
+        "source",
+        type=path_arg("RUN_OR_HF_DIR"),
+        metavar="RUN_OR_HF_DIR",
+        help="folder saved from an embtie.hf model (or RUN/model)",
+    )
+    parser.add_argument(
+        "out", type=path_arg("OUT"), metavar="OUT", help="folder to write the stock transformers model to"
+    )
 
 
 def resolve_source(source: str) -> Path:
@@ -39,6 +48,18 @@ def resolve_source(source: str) -> Path:
     raise DataError(f"no config.json in {path} or {path / 'model'}; give a folder saved with save_pretrained")
 
 
+def _check_finite(model, source: Path) -> None:
+    """Weights with NaN or inf are not exported (a CheckpointError naming the tensors and what to do)."""
+    from embtie.rundir.checkpoints import CheckpointError, listed, nonfinite
+
+    bad = nonfinite(dict(model.state_dict()))
+    if bad:
+        raise CheckpointError(
+            f"{source} holds weights that are not finite: {listed(bad)}; nothing was exported: export an earlier "
+            "save of this model, or train it again with a lower learning rate"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from embtie.errors import ConfigError
     from embtie.hf import load  # needs transformers: imported on use
@@ -49,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if out.resolve() == source.resolve():
         raise ConfigError(f"OUT {out} is the source folder; choose another folder so the embtie model is kept")
     model = load(source)
+    _check_finite(model, source)
     result = export(model, out)
     for note in result.notes:
         print(f"- {note}")

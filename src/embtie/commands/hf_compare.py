@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-import yaml
+from embtie.commands.common import number_arg, path_arg
 
 HELP = "train a small Hugging Face model with several sharing strategies on PTB (or your corpus) and compare perplexity"
 DESCRIPTION = (
-    "Build a transformers causal LM from MODEL_CONFIG.json (e.g. configs/hf/gpt2-tiny.json), apply each "
+    "Build a transformers causal LM from MODEL_CONFIG (a packaged name, gpt2-tiny or llama-tiny, or the path "
+    "of a transformers config JSON), apply each "
     "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB (or your own corpus: "
     "--train-file/--valid-file or --source hf:PATH, cut by --tokenizer), and write "
     "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
@@ -16,7 +17,12 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model_config", metavar="MODEL_CONFIG.json", help="transformers config JSON with model_type")
+    parser.add_argument(
+        "model_config",
+        type=path_arg("MODEL_CONFIG"),
+        metavar="MODEL_CONFIG",
+        help="a packaged config name (gpt2-tiny, llama-tiny) or a transformers config JSON with model_type",
+    )
     parser.add_argument("--strategies", default="tied,l2norm,fixed", help="comma-separated (default tied,l2norm,fixed)")
     parser.add_argument(
         "--option",
@@ -25,22 +31,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="STRATEGY.KEY=VALUE",
         help="a strategy option, e.g. fixed.logit_scale=learned (repeatable)",
     )
-    parser.add_argument("--steps", type=int, default=300, help="optimizer steps per strategy (default 300)")
-    parser.add_argument("--out", default=None, help="output folder (default runs/hf-compare-<config name>)")
-    parser.add_argument("--dataset", default="ptb", help="ptb or wikitext-2 (default ptb)")
-    parser.add_argument("--train-file", metavar="PATH", help="your own training text (one sentence a line)")
-    parser.add_argument("--valid-file", metavar="PATH", help="your own validation text (with --train-file)")
-    parser.add_argument("--source", metavar="hf:PATH_OR_NAME", help="your own corpus as a datasets dataset")
-    parser.add_argument("--text-column", default="text", help="the text column of --source (default text)")
     parser.add_argument(
-        "--tokenizer", default="word", metavar="SPEC",
-        help="word (default), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a local Hugging Face tokenizer)",
-    )  # fmt: skip
-    parser.add_argument("--block", type=int, default=64, help="tokens per example (default 64)")
-    parser.add_argument("--batch-size", type=int, default=16, help="examples per step (default 16)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate, AdamW + cosine (default 3e-3)")
-    parser.add_argument("--warmup-steps", type=int, default=30, help="linear warmup steps (default 30)")
-    parser.add_argument("--seed", type=int, default=0)
+        "--steps", type=number_arg(int, "--steps", ge=1), default=300, help="optimizer steps per strategy (default 300)"
+    )
+    parser.add_argument(
+        "--out", type=path_arg("--out"), default=None, help="output folder (default runs/hf-compare-<config name>)"
+    )
+    parser.add_argument(
+        "--dataset", choices=["ptb", "wikitext-2"], default="ptb", help="ptb or wikitext-2 (default ptb)"
+    )
+    _add_corpus_arguments(parser)
+    parser.add_argument(
+        "--block", type=number_arg(int, "--block", ge=1), default=64, help="tokens per example (default 64)"
+    )
+    parser.add_argument(
+        "--batch-size", type=number_arg(int, "--batch-size", ge=1), default=16, help="examples per step (default 16)"
+    )
+    parser.add_argument(
+        "--lr",
+        type=number_arg(float, "--lr", gt=0),
+        default=3e-3,
+        help="peak learning rate, AdamW + cosine (default 3e-3)",
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=number_arg(int, "--warmup-steps", ge=0),
+        default=30,
+        help="linear warmup steps (default 30)",
+    )
+    parser.add_argument("--seed", type=number_arg(int, "--seed", ge=0), default=0, help="random seed (default 0)")
     parser.add_argument(
         "--init",
         choices=["model", "strategy"],
@@ -48,14 +67,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="E starts as the model's own embedding (default) or the strategy's init",
     )
     parser.add_argument("--device", choices=["auto", "cpu"], default="auto")
-    parser.add_argument("--train-tokens", type=int, default=None, help="use only the first N training tokens")
-    parser.add_argument("--valid-tokens", type=int, default=None, help="use only the first N validation tokens")
+    parser.add_argument(
+        "--train-tokens",
+        type=number_arg(int, "--train-tokens", ge=2),
+        default=None,
+        help="use only the first N training tokens",
+    )
+    parser.add_argument(
+        "--valid-tokens",
+        type=number_arg(int, "--valid-tokens", ge=2),
+        default=None,
+        help="use only the first N validation tokens",
+    )
     parser.add_argument("--save-models", action="store_true", help="save each trained model (embtie.hf.load)")
 
 
+def _add_corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """Your own corpus instead of --dataset, and the tokenizer that cuts it."""
+    parser.add_argument(
+        "--train-file",
+        type=path_arg("--train-file"),
+        metavar="PATH",
+        help="your own training text (one sentence a line)",
+    )
+    parser.add_argument(
+        "--valid-file",
+        type=path_arg("--valid-file"),
+        metavar="PATH",
+        help="your own validation text (with --train-file)",
+    )
+    parser.add_argument("--source", metavar="hf:PATH_OR_NAME", help="your own corpus as a datasets dataset")
+    parser.add_argument("--text-column", default="text", help="the text column of --source (default text)")
+    parser.add_argument(
+        "--tokenizer", default="word", metavar="SPEC",
+        help="word (default), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a local Hugging Face tokenizer)",
+    )  # fmt: skip
+
+
 def parse_options(items: list[str]) -> dict[str, dict]:
-    """["fixed.logit_scale=learned", ...] -> {"fixed": {"logit_scale": "learned"}} (values parsed as YAML)."""
+    """["fixed.logit_scale=learned", ...] -> {"fixed": {"logit_scale": "learned"}} (values read by
+    ``embtie.schema.parse_scalar``, as ``key=value`` overrides are: ``fixed.z_loss=1e-4`` is a number)."""
     from embtie.errors import ConfigError
+    from embtie.schema import parse_scalar
 
     out: dict[str, dict] = {}
     for item in items:
@@ -63,7 +116,7 @@ def parse_options(items: list[str]) -> dict[str, dict]:
         strategy, dot, option = key.partition(".")
         if not sep or not dot or not strategy or not option:
             raise ConfigError(f"--option {item!r} must look like STRATEGY.KEY=VALUE, e.g. fixed.logit_scale=learned")
-        out.setdefault(strategy, {})[option] = yaml.safe_load(value)
+        out.setdefault(strategy, {})[option] = parse_scalar(value)
     return out
 
 
@@ -75,7 +128,6 @@ def run(args: argparse.Namespace) -> int:
 
     data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
                         source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
-    data.validate_corpus()
     corpus = data.corpus()
     cfg = HFCompareConfig(
         model_config=args.model_config,

@@ -7,22 +7,34 @@ import argparse
 import time
 from pathlib import Path
 
-from embtie.commands.common import positive_int
+from embtie.commands.common import number_arg, path_arg
 
 HELP = "extract the image features of a captioning dataset into the feature cache (resumable)"
 DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--images", metavar="DIR", help="folder of the images (default: "
+    parser.add_argument("--images", type=path_arg("--images"), metavar="DIR", help="folder of the images (default: "
                         "$EMBTIE_CACHE/flickr8k/images, i.e. ~/.cache/embtie/flickr8k/images)")  # fmt: skip
-    parser.add_argument("--out", metavar="DIR", help="feature cache folder (default: "
+    parser.add_argument("--out", type=path_arg("--out"), metavar="DIR", help="feature cache folder (default: "
                         "$EMBTIE_CACHE/flickr8k/features-<encoder>, where captioning runs look)")  # fmt: skip
     parser.add_argument("--encoder", default="efficientnet-lite0", help="frozen image encoder (default: %(default)s)")
-    parser.add_argument("--list", metavar="FILE", help="only the images named in FILE (one a line), e.g. a split list")
-    parser.add_argument("--limit", type=positive_int, help="only the first N images (sorted by name)")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="images per encoder batch (default: 16)")
-    parser.add_argument("--threads", type=positive_int, help="CPU threads (default: torch's)")
+    parser.add_argument(
+        "--list",
+        type=path_arg("--list"),
+        metavar="FILE",
+        help="only the images named in FILE (one a line), e.g. a split list",
+    )
+    parser.add_argument(
+        "--limit", type=number_arg(int, "--limit", ge=1), help="only the first N images (sorted by name)"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=number_arg(int, "--batch-size", ge=1),
+        default=16,
+        help="images per encoder batch (default: 16)",
+    )
+    parser.add_argument("--threads", type=number_arg(int, "--threads", ge=1), help="CPU threads (default: torch's)")
 
 
 def run(args: argparse.Namespace) -> int:

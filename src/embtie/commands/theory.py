@@ -6,6 +6,7 @@ import argparse
 import json
 
 from embtie import sharing
+from embtie.commands.common import number_arg
 
 HELP = "check the papers' theory numerically: Liu's properties, Su's initial loss, parameter counts"
 DESCRIPTION = (
@@ -17,12 +18,18 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vocab", type=int, default=10000, help="vocabulary size V (default: PTB's 10000)")
-    parser.add_argument("--dim", type=int, default=256, help="model width d (default 256)")
+    parser.add_argument(
+        "--vocab", type=number_arg(int, "--vocab", ge=2), default=10000, help="vocabulary size V (default: PTB's 10000)"
+    )
+    parser.add_argument("--dim", type=number_arg(int, "--dim", ge=1), default=256, help="model width d (default 256)")
     parser.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
-    parser.add_argument("--tokens", type=int, default=20000, help="real-text tokens for the measured loss")
-    parser.add_argument("--trials", type=int, default=4000, help="random mixtures for the property checks")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tokens", type=number_arg(int, "--tokens", ge=2), default=20000, help="real-text tokens for the measured loss"
+    )
+    parser.add_argument(
+        "--trials", type=number_arg(int, "--trials", ge=1), default=4000, help="random mixtures for the property checks"
+    )
+    parser.add_argument("--seed", type=number_arg(int, "--seed", ge=0), default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 

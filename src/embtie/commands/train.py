@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from embtie.commands.common import path_arg
 from embtie.config import load_config, preset_names
 
 HELP = "train a model with a sharing strategy (a preset or YAML config, key=value overrides)"
@@ -18,7 +19,9 @@ DESCRIPTION = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help=f"preset ({', '.join(preset_names())}) or path to a YAML config")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. sharing.name=l2norm train.max_steps=50")
-    parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (created, or resumed)")
+    parser.add_argument(
+        "--out", type=path_arg("--out"), required=True, metavar="RUN_DIR", help="run directory (created, or resumed)"
+    )
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
 
 

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from embtie.commands.common import device_arg, positive_int, read_run_config, read_stdin_lines
+from embtie.commands.common import device_arg, number_arg, path_arg, read_run_config, read_stdin_lines
 
 HELP = "translate sentences (one per line, stdin or --input) with a trained translation run"
 DESCRIPTION = HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument(
-        "--beam", type=positive_int, default=None, help="beam width (1: greedy; default: the run's data.beam)"
+        "--beam",
+        type=number_arg(int, "--beam", ge=1),
+        default=None,
+        help="beam width (1: greedy; default: the run's data.beam)",
     )
-    parser.add_argument("--lenpen", type=float, default=None, help="length penalty (default: the run's data.lenpen)")
-    parser.add_argument("--input", metavar="PATH", help="source file (default: stdin)")
+    parser.add_argument(
+        "--lenpen",
+        type=number_arg(float, "--lenpen", ge=0),
+        default=None,
+        help="length penalty (default: the run's data.lenpen)",
+    )
+    parser.add_argument("--input", type=path_arg("--input"), metavar="PATH", help="source file (default: stdin)")
     parser.add_argument("--checkpoint", metavar="NAME", help="e.g. avg-last5 (from `embtie average`); default: newest")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
 

@@ -31,17 +31,16 @@ def default_jobs() -> int:
 
 
 def train_and_analyse(cfg: RunConfig, run_dir: Path) -> tuple[Summary, float]:
-    """Train one run (resuming it) and analyse it once; (summary, seconds). Top-level so that worker
-    processes (``--jobs``) can run it."""
-    from embtie.rundir.loading import load_run
+    """Train one run (resuming it; ``train`` holds the run's writer lock meanwhile) and analyse it once
+    (again when its analysis is older than its newest checkpoint); (summary, seconds). Top-level so that
+    worker processes (``--jobs``) can run it."""
+    from embtie.rundir.lock import command_line
     from embtie.training import train
 
     t0 = time.perf_counter()
     summary = train(cfg, run_dir)
-    if run_diagnostics.read(run_dir) is None:
-        loaded = load_run(run_dir)
-        diag, arrays = run_diagnostics.diagnose(loaded.model, loaded.task, loaded.config, summary, N_UPDATE_BATCHES)
-        run_diagnostics.write(run_dir, diag, arrays)
+    if run_diagnostics.current(run_dir) is None:
+        run_diagnostics.analyse(run_dir, N_UPDATE_BATCHES, command=command_line())
     return summary, time.perf_counter() - t0
 
 

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from embtie.analysis import run_diagnostics
 from embtie.config import RunConfig, load_config
 from embtie.decisions import Margin, SequentialDesign
 from embtie.errors import ConfigError
+from embtie.schema import parse_scalar
 
 BASELINE = "tied"
 """the strategy every other one is tested against."""
@@ -137,9 +136,9 @@ def run_dir(out_dir: Path, strategy: str, seed: int) -> Path:
 
 
 def _yaml_value(v: Any) -> str:
-    """``v`` as one shell-safe YAML token (the inverse of ``yaml.safe_load`` in ``parse_strategy``):
+    """``v`` as one shell-safe YAML token (the inverse of ``parse_scalar`` in ``parse_strategy``):
     plain strings as they are, everything else as compact JSON (``[2000,10000]``, ``true``, ``0.5``)."""
-    if isinstance(v, str) and yaml.safe_load(v) == v and " " not in v:
+    if isinstance(v, str) and parse_scalar(v) == v and " " not in v:
         return v
     return json.dumps(v, separators=(",", ":"))
 
@@ -160,7 +159,8 @@ def split_strategies(text: str) -> list[str]:
 
 def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
     """(label, strategy name, options) of one --strategies entry: ``NAME`` or ``LABEL=NAME:key=value:...``
-    (a labelled variant, e.g. ``adaptive-l2norm=adaptive:within=l2norm``; values are YAML)."""
+    (a labelled variant, e.g. ``adaptive-l2norm=adaptive:within=l2norm``; values are read by
+    ``embtie.schema.parse_scalar``, as ``key=value`` overrides are: ``z_loss=1e-4`` is a number)."""
     head, *opts = item.split(":")
     label, _, name = head.partition("=")
     if not name:
@@ -174,7 +174,7 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
         key, eq, value = o.partition("=")
         if not eq or not key:
             raise ConfigError(f"{o!r} in {item!r} is not key=value; write LABEL=NAME:key=value:key=value")
-        options[key] = yaml.safe_load(value)
+        options[key] = parse_scalar(value)
     return label, name, options
 
 

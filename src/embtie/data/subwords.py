@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,6 +20,10 @@ import sentencepiece as spm
 from embtie.errors import DataError
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SPECIAL_IDS = 4
+"""pad, unk, bos, eos: pieces of every model besides the learned ones."""
+MAX_VOCAB_SIZE = 2**31 - 1
+"""SentencePiece reads vocab_size as a 32-bit integer."""
 
 
 def cache_root() -> Path:
@@ -62,6 +67,17 @@ class Subwords:
 
     def pieces(self, text: str) -> list[str]:
         return self.sp.encode(text, out_type=str)
+
+
+def required_vocab_size(texts: list[str]) -> int:
+    """The smallest vocab_size SentencePiece accepts for ``texts`` (``character_coverage`` 1.0): one piece per
+    distinct character after its nmt_nfkc normalization (whitespace as U+2581), + the special ids. A larger
+    size than the text supports is not refused: the model then has fewer pieces (``hard_vocab_limit`` off)."""
+    normalizer = spm.SentencePieceNormalizer(rule_name="nmt_nfkc")
+    chars: set[str] = set()
+    for line in normalizer.normalize(texts):
+        chars.update(line)
+    return len(chars) + SPECIAL_IDS
 
 
 def _fingerprint(texts: list[str], options: dict) -> str:
@@ -115,7 +131,13 @@ def train_subwords(
             tmp.rename(final)
         except OSError:  # another process finished first: use theirs
             shutil.rmtree(tmp, ignore_errors=True)
-    except Exception:
+    except Exception as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        need = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(e))
+        if need:  # the text has more distinct characters than vocab_size leaves room for
+            raise DataError(
+                f"data.vocab_size={vocab_size} must be in [{need[2]}, {MAX_VOCAB_SIZE}] for this training text: "
+                f"its subword model needs one piece per distinct character and {SPECIAL_IDS} special ids"
+            ) from None
         raise
     return model

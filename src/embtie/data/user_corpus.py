@@ -24,16 +24,28 @@ BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parqu
 Tokenize = Callable[[str], list[str]]
 
 
+SOURCE_FORM = "hf:PATH_OR_NAME (a Hugging Face datasets dataset)"
+TOKENIZER_FORM = "word, sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer)"
+
+
+def is_source(source: str) -> bool:
+    """``data.source`` spells ``hf:PATH_OR_NAME``."""
+    return source.startswith("hf:") and len(source) > 3
+
+
+def is_tokenizer(spec: str) -> bool:
+    """``data.tokenizer`` spells ``word``, ``sentencepiece:MODEL_FILE`` or ``hf:NAME_OR_PATH``."""
+    return spec == "word" or (spec.startswith(("sentencepiece:", "hf:")) and not spec.endswith(":"))
+
+
 def check_source(source: str) -> None:
-    if not source.startswith("hf:") or len(source) < 4:
-        raise ConfigError(f"data.source={source!r} must look like hf:PATH_OR_NAME (a Hugging Face datasets dataset)")
+    if not is_source(source):
+        raise ConfigError(f"data.source={source!r} must look like {SOURCE_FORM}")
 
 
 def check_tokenizer(spec: str) -> None:
-    if spec != "word" and not spec.startswith(("sentencepiece:", "hf:")):
-        raise ConfigError(
-            f"data.tokenizer={spec!r}: use word, sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer)"
-        )
+    if not is_tokenizer(spec):
+        raise ConfigError(f"data.tokenizer={spec!r}: use {TOKENIZER_FORM}")
 
 
 def _datasets() -> Any:

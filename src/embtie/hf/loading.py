@@ -1,10 +1,11 @@
 """load(): rebuild a patched model saved with save_pretrained, bit-exactly.
 
 ``transformers``' own ``from_pretrained`` does not know about the sharing object (its tensors are saved
-under ``embtie_sharing.*`` and the model's embedding keys are absent), so a patched checkpoint is loaded
-with ``embtie.hf.load``: the model class is built from the saved config, the recorded strategy is applied
-with the recorded options (no weight copying), and the saved tensors, fixed targets included, are loaded
-strictly on top. Nothing is re-drawn.
+under ``embtie_sharing.*`` and the model's embedding keys are absent); a patched model's save_pretrained
+guards the folder so that from_pretrained refuses it in one line naming this function
+(``embtie.hf.saved_config``). A patched checkpoint is loaded with ``embtie.hf.load``: the model class is
+built from the saved config, the recorded strategy is applied with the recorded options (no weight
+copying), and the saved tensors, fixed targets included, are loaded strictly on top. Nothing is re-drawn.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from safetensors.torch import load_file
 from torch import nn
 
 from embtie.errors import DataError
+from embtie.hf import saved_config
 from embtie.hf._require import require_transformers
 from embtie.hf.patch import apply
 
@@ -40,6 +42,13 @@ def _weight_files(path: Path) -> list[Path]:
             raise DataError(f"{index} is damaged ({_first_line(e)}); save the model again") from None
         return [path / s for s in shards]
     raise DataError(f"no {WEIGHTS} or {WEIGHTS_INDEX} in {path}; save the model with model.save_pretrained(path)")
+
+
+def _logits_with_labels(record: dict) -> bool | str:
+    """The recorded ``logits_with_labels``; a format-1 record's False was the default then, not a choice,
+    and reads as today's default "eval" (logits for the Trainer's compute_metrics in eval mode)."""
+    setting = record.get("logits_with_labels", False)
+    return "eval" if setting is False and record.get("format", 1) < 2 else setting
 
 
 def load(path: str | Path, *, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> nn.Module:
@@ -72,14 +81,11 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
     if dtype is None:
         saved = state.get("embtie_sharing.weight")
         dtype = saved.dtype if saved is not None else torch.float32
+    saved_config.unguard(config)
     model = base(config)
-    apply(
-        model,
-        record["strategy"],
-        copy_weights=False,
-        logits_with_labels=record.get("logits_with_labels", False),
-        **record["options"],
-    )
+    record["logits_with_labels"] = _logits_with_labels(record)
+    options = record["options"]
+    apply(model, record["strategy"], copy_weights=False, logits_with_labels=record["logits_with_labels"], **options)
     model.config.embtie = record  # keep the conventions recorded when the strategy was first applied
     model.to(dtype=dtype)
     result = model.load_state_dict(state, strict=False)

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from embtie.errors import ConfigError
+from embtie.hf import saved_config
 from embtie.hf.families import FAMILIES
 from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
 from embtie.hf.peft_compat import active_sharing
@@ -40,6 +44,21 @@ class EmbtieModelMixin:
     def tie_weights(self, *args: Any, **kwargs: Any) -> None:
         """No-op: input and output share one object, so there is nothing to re-tie (after loading or resizing)."""
         return None
+
+    # ------------------------------------------------------------------ saving
+    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, push_to_hub: bool = False, **kwargs: Any):
+        """transformers' ``save_pretrained``, then config.json guarded (``embtie.hf.saved_config``): plain
+        ``from_pretrained`` refuses the folder in one line naming ``embtie.hf.load`` instead of returning the
+        stock model with a random embedding. ``push_to_hub=True`` uploads through ``push_to_hub``, which saves
+        (guarded) into a temporary folder first."""
+        hub = {k: kwargs.pop(k) for k in ("repo_id", "commit_message", "create_pr", "private") if k in kwargs}
+        result = super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True) and (Path(save_directory) / saved_config.CONFIG).is_file():
+            saved_config.guard(save_directory, self.config.embtie["strategy"])
+        if push_to_hub:
+            repo_id = hub.pop("repo_id", Path(save_directory).name)
+            self.push_to_hub(repo_id, token=kwargs.get("token"), **hub)
+        return result
 
     # ------------------------------------------------------------------ loss
     def _embtie_forward_with_labels(self, base_forward: Callable, labels: Tensor, kwargs: dict[str, Any]):
@@ -80,7 +99,7 @@ class EmbtieModelMixin:
             loss = sharing.loss(h, _stand_in_if_empty(targets, kept), ignore_index=IGNORE_INDEX) * share
             reg = reg * share
         loss = loss + reg
-        logits = sharing.logits(h) if record.get("logits_with_labels", False) else None
+        logits = sharing.logits(h) if wants_logits(record.get("logits_with_labels", False), self.training) else None
         fields = {k: v for k, v in out.items() if k not in ("loss", "logits")}
         result = type(out)(loss=loss, logits=logits, **fields)
         return result if return_dict else result.to_tuple()
@@ -124,6 +143,23 @@ def _stand_in_if_empty(targets: Tensor, kept: Tensor) -> Tensor:
     first = torch.zeros_like(targets, dtype=torch.bool).view(-1)
     first[0] = True
     return torch.where((kept == 0) & first.view_as(targets), torch.zeros_like(targets), targets)
+
+
+def check_logits_with_labels(setting: Any) -> bool | str:
+    """``setting`` when it is one of "eval", True, False; else a ConfigError saying what each means."""
+    if isinstance(setting, bool) or setting == "eval":
+        return setting
+    raise ConfigError(
+        f"logits_with_labels={setting!r} must be 'eval' (logits with the loss in eval mode, for the Trainer's "
+        "compute_metrics; the default), True (also while training) or False (never)"
+    )
+
+
+def wants_logits(setting: bool | str, training: bool) -> bool:
+    """Whether forward(labels=...) returns the (..., V) logits beside the loss. "eval": only in eval mode,
+    where transformers' Trainer hands them to ``compute_metrics`` (a training step keeps the memory-lean
+    loss that never holds them); True: always; False: never."""
+    return setting is True or (setting == "eval" and not training)
 
 
 _PATCHED: dict[type, type] = {}

@@ -21,14 +21,15 @@ from embtie.hf.families import (
     iter_pretrained_submodels,
     model_embed_scale,
 )
-from embtie.hf.model import EmbtieModelMixin, make_patched_class
+from embtie.hf.model import EmbtieModelMixin, check_logits_with_labels, make_patched_class
 from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
 from embtie.hf.peft_compat import active_sharing
 from embtie.sharing.base import SharingStrategy
 
 M = TypeVar("M", bound=nn.Module)
 
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2
+"""2: ``logits_with_labels`` may be "eval" (the default since); a format-1 record's False was the old default."""
 
 
 def is_patched(model: nn.Module) -> bool:
@@ -48,7 +49,7 @@ def apply(
     strategy: str,
     *,
     copy_weights: bool = True,
-    logits_with_labels: bool = False,
+    logits_with_labels: bool | str = "eval",
     **options: Any,
 ) -> M:
     """Replace ``model``'s input embedding(s) and output layer with one sharing object; returns ``model``
@@ -59,8 +60,10 @@ def apply(
     copy_weights: copy the model's embedding matrix into the sharing object's E (and its output matrix into
         an untied O, a nonzero ``final_logits_bias`` into the bias), so that ``tied`` on a tied model gives
         exactly the model's logits. False keeps the strategy's fresh init (``embtie.hf.load`` uses this).
-    logits_with_labels: forward(labels=...) also returns logits (off by default: the loss is computed by
-        ``sharing.loss`` without keeping the N x V logits).
+    logits_with_labels: whether forward(labels=...) also returns the N x V logits. "eval" (default): in eval
+        mode only, so that transformers' Trainer hands them to ``compute_metrics`` (as a stock model does),
+        while a training step keeps the memory-lean ``sharing.loss`` that never holds them; True: also
+        while training; False: never (evaluation stays memory-lean too; compute_metrics then gets none).
 
     Conventions made explicit: an embedding scale the model applies (Marian/BART ``scale_embedding``:
     sqrt(d_model)) becomes the sharing object's ``embed_scale`` option and the model's own factor is set to
@@ -68,6 +71,7 @@ def apply(
     replaced by a (1, 1) zero buffer. Everything done is listed in ``model.config.embtie["conventions"]``.
     """
     _check_applicable(model, strategy, options)
+    logits_with_labels = check_logits_with_labels(logits_with_labels)
     tables = _Tables.of(model)
     opts = dict(options)
     conventions: list[str] = []
@@ -88,7 +92,7 @@ def apply(
         "format": RECORD_FORMAT,
         "strategy": strategy,
         "options": opts,
-        "logits_with_labels": bool(logits_with_labels),
+        "logits_with_labels": logits_with_labels,
         "base_class": base.__name__,
         "model_type": tables.family.model_type,
         "vocab_size": tables.vocab_size,

@@ -12,6 +12,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import torch
 
 from embtie import sharing as catalogue
 from embtie.analysis.param_counts import count_parameters
+from embtie.config import did_you_mean
 from embtie.data.lm_corpora import EOS, Corpus
 from embtie.errors import ConfigError, DataError
 from embtie.hf._require import require_transformers
@@ -31,8 +33,8 @@ class HFCompareConfig:
     """One ``embtie hf-compare`` run."""
 
     model_config: str
-    """path of a transformers config JSON with ``model_type`` (a decoder-only family); vocab_size is set
-    to the dataset's vocabulary."""
+    """a packaged config name (``gpt2-tiny``, ``llama-tiny``) or the path of a transformers config JSON with
+    ``model_type`` (a decoder-only family); vocab_size is set to the dataset's vocabulary."""
     strategies: list[str] = field(default_factory=lambda: ["tied", "l2norm", "fixed"])
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """strategy name -> options for ``embtie.hf.apply`` (e.g. {"fixed": {"logit_scale": "learned"}})."""
@@ -74,11 +76,36 @@ class HFCompareConfig:
             raise ConfigError(f"device={self.device!r} must be 'auto' or 'cpu'")
 
 
-def read_model_config(path: str | Path) -> dict[str, Any]:
-    """The JSON dict of a transformers config file (must name its ``model_type``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"model config {p} does not exist; give a transformers config JSON (see configs/hf/)")
+def packaged_model_configs() -> dict[str, Path]:
+    """{name: path} of the transformers configs shipped with embtie (``embtie/configs/hf/NAME.json``)."""
+    folder = Path(str(resources.files("embtie") / "configs" / "hf"))
+    return {p.stem: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def resolve_model_config(spec: str | Path) -> Path:
+    """The file of a packaged config name (``gpt2-tiny``) or of a path to a transformers config JSON."""
+    packaged = packaged_model_configs()
+    names = ", ".join(packaged)
+    p = Path(spec).expanduser()
+    if p.is_file():
+        return p
+    if p.suffix == ".json" or len(p.parts) > 1:
+        hint = f"; the packaged one is the name {p.stem!r}" if p.stem in packaged else ""
+        raise DataError(
+            f"model config {p} does not exist{hint}; give a transformers config JSON or a packaged name ({names})"
+        )
+    if str(spec) not in packaged:
+        raise ConfigError(
+            f"unknown model config {str(spec)!r}{did_you_mean(str(spec), packaged)}; choose one of: {names} "
+            "or the path of a transformers config JSON"
+        )
+    return packaged[str(spec)]
+
+
+def read_model_config(spec: str | Path) -> dict[str, Any]:
+    """The JSON dict of a transformers config file, named (``gpt2-tiny``) or by path (must name its
+    ``model_type``)."""
+    p = resolve_model_config(spec)
     try:
         raw = json.loads(p.read_text())
     except json.JSONDecodeError as e:
@@ -122,7 +149,8 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
     options = dict(cfg.options.get(strategy, {}))
     torch.manual_seed(cfg.seed)
     model = build_model(model_config(raw, len(vocab), vocab.stoi.get(EOS)))
-    apply(model, strategy, copy_weights=cfg.init == "model", **options)
+    # prediction_loss_only evaluation: no logits with the loss, in eval mode too (memory-lean throughout)
+    apply(model, strategy, copy_weights=cfg.init == "model", logits_with_labels=False, **options)
     model.train()
     args = transformers.TrainingArguments(
         output_dir=str(out / "trainer"),

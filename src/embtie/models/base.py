@@ -7,16 +7,19 @@ declares the facts that code outside the model reads, so that nobody has to prob
   i.e. the ``dim`` of the sharing object built for the model.
 - ``max_len``: the longest token sequence the model reads at once, or None when it has no limit
   (a language model's ``data.bptt`` must not exceed it).
-- ``validate()``: cross-field checks run after the config is read (ConfigError); many configs check
-  their fields in ``__post_init__`` instead and keep the default, which checks nothing more.
+- its fields are declared (``embtie.schema.setting``: type, default, range, meaning): making an
+  instance checks every one (``model.<field>``), then ``check()``, the rules between fields (ConfigError).
 """
 
 from __future__ import annotations
 
+from embtie.schema import Declared
 
-class ModelConfig:
+
+class ModelConfig(Declared):
     """Base of every registered model config (``embtie.models.register`` refuses other classes)."""
 
+    section = "model"
     name: str
 
     @property
@@ -28,6 +31,3 @@ class ModelConfig:
     def max_len(self) -> int | None:
         """Longest token sequence the model reads at once; None: no limit."""
         return None
-
-    def validate(self) -> None:
-        """Cross-field checks after the config is read (raise ConfigError); none by default."""

@@ -18,7 +18,7 @@ for beam search. Embeddings and output layer are the sharing objects (see ``embt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Annotated, cast
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +30,7 @@ from embtie.models.conv_ops import TimeConv, encoder_padding
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState, SourceEmbedding
 from embtie.models.transformer_mt import Attention, FeedForward, Residual, SinusoidalSeq2Seq, sinusoidal_positions
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -39,45 +40,39 @@ class LightConvMTConfig(ModelConfig):
 
     name: str = "lightconv"
 
-    dim: int = 512
-    """model width d (= embedding width = convolution channels C)"""
-    heads: int = 4
-    """convolution heads H (kernel shared by the d/H channels of a head) and attention heads"""
-    ffn_dim: int = 1024
-    enc_kernels: list[int] = field(default_factory=lambda: [3, 7, 15, 31, 31, 31, 31])
-    """kernel width of each encoder layer (its length = number of encoder layers)"""
-    dec_kernels: list[int] = field(default_factory=lambda: [3, 7, 15, 31, 31, 31])
-    """kernel width of each decoder layer (its length = number of decoder layers)"""
-    dropout: float = 0.3
-    """dropout on embeddings and residual branches"""
-    weight_dropout: float = 0.1
-    """DropConnect on the softmax-normalised convolution kernels"""
-    attn_dropout: float = 0.0
-    act_dropout: float = 0.0
-    """dropout after the FFN activation"""
-    pre_norm: bool = False
-    """LayerNorm before each sublayer (+ a final one) instead of after the residual sum"""
-    max_positions: int = 1024
+    dim: Annotated[
+        int, Setting("model width d (= embedding width = convolution channels C); heads must divide it", ge=1)
+    ] = 512
+    heads: Annotated[
+        int, Setting("convolution heads H (kernel shared by the d/H channels of a head) and attention heads", ge=1)
+    ] = 4
+    ffn_dim: Annotated[int, Setting("width of the feed-forward layers", ge=1)] = 1024
+    enc_kernels: Annotated[
+        list[int],
+        Setting("kernel width of each encoder layer (its length = number of encoder layers)", min_length=1, ge=1),
+    ] = field(default_factory=lambda: [3, 7, 15, 31, 31, 31, 31])
+    dec_kernels: Annotated[
+        list[int],
+        Setting("kernel width of each decoder layer (its length = number of decoder layers)", min_length=1, ge=1),
+    ] = field(default_factory=lambda: [3, 7, 15, 31, 31, 31])
+    dropout: Annotated[float, Setting("dropout on embeddings and residual branches", ge=0, lt=1)] = 0.3
+    weight_dropout: Annotated[
+        float, Setting("DropConnect on the softmax-normalised convolution kernels", ge=0, lt=1)
+    ] = 0.1
+    attn_dropout: Annotated[float, Setting("dropout on the attention weights", ge=0, lt=1)] = 0.0
+    act_dropout: Annotated[float, Setting("dropout after the FFN activation", ge=0, lt=1)] = 0.0
+    pre_norm: Annotated[
+        bool, Setting("LayerNorm before each sublayer (+ a final one) instead of after the residual sum")
+    ] = False
+    max_positions: Annotated[int, Setting("longest source or target sequence (sinusoidal positions)", ge=1)] = 1024
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
 
-    def __post_init__(self) -> None:
-        for name in ("dim", "heads", "ffn_dim", "max_positions"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{self.name} {name}={v!r} must be an integer >= 1")
-        for name in ("enc_kernels", "dec_kernels"):
-            v = getattr(self, name)
-            if not v or not all(isinstance(k, int) and k >= 1 for k in v):
-                raise ConfigError(f"{self.name} {name}={v!r} must be a non-empty list of integers >= 1")
+    def check(self) -> None:
         if self.dim % self.heads:
-            raise ConfigError(f"{self.name} dim={self.dim} must be divisible by heads={self.heads}")
-        for name in ("dropout", "weight_dropout", "attn_dropout", "act_dropout"):
-            v = getattr(self, name)
-            if not 0.0 <= v < 1.0:
-                raise ConfigError(f"{self.name} {name}={v!r} must be in [0, 1)")
+            raise ConfigError(f"model.dim={self.dim} must be divisible by model.heads={self.heads}")
 
 
 @dataclass

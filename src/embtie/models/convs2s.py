@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Annotated, cast
 
 import torch
 from torch import Tensor, nn
@@ -29,9 +29,14 @@ from embtie.models.base import ModelConfig
 from embtie.models.convs2s_state import GLUConv, GradScale, conv_buffers, fairseq_linear
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
+from embtie.schema import Rule, Setting
 from embtie.sharing.base import SharingStrategy
 
 HALF = math.sqrt(0.5)
+
+
+def _pairs(layers: list[list[int]]) -> bool:
+    return all(len(pair) == 2 for pair in layers)
 
 
 @dataclass
@@ -40,38 +45,31 @@ class ConvS2SConfig(ModelConfig):
 
     name: str = "convs2s"
 
-    dim: int = 512
-    """embedding width d (input of the first conv and output of the decoder)"""
-    encoder_layers: list[list[int]] = field(default_factory=lambda: [[512, 3]] * 20)
-    """[channels, kernel width] of each encoder block"""
-    decoder_layers: list[list[int]] = field(default_factory=lambda: [[512, 3]] * 20)
-    """[channels, kernel width] of each decoder block (every one attends to the source)"""
-    dropout: float = 0.1
-    max_positions: int = 1024
+    dim: Annotated[int, Setting("embedding width d (input of the first conv and output of the decoder)", ge=1)] = 512
+    encoder_layers: Annotated[
+        list[list[int]],
+        Setting(
+            "[channels, kernel width] of each encoder block",
+            min_length=1,
+            ge=1,
+            rule=Rule(_pairs, "[channels, kernel width] of each block"),
+        ),
+    ] = field(default_factory=lambda: [[512, 3]] * 20)
+    decoder_layers: Annotated[
+        list[list[int]],
+        Setting(
+            "[channels, kernel width] of each decoder block (every one attends to the source)",
+            min_length=1,
+            ge=1,
+            rule=Rule(_pairs, "[channels, kernel width] of each block"),
+        ),
+    ] = field(default_factory=lambda: [[512, 3]] * 20)
+    dropout: Annotated[float, Setting("dropout on embeddings, convolutions and attention", ge=0, lt=1)] = 0.1
+    max_positions: Annotated[int, Setting("longest source or target sequence (learned positions)", ge=1)] = 1024
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
-
-    def __post_init__(self) -> None:
-        for name in ("dim", "max_positions"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"convs2s {name}={v!r} must be an integer >= 1")
-        for name in ("encoder_layers", "decoder_layers"):
-            layers = getattr(self, name)
-            ok = isinstance(layers, list | tuple) and len(layers) > 0
-            ok = ok and all(
-                isinstance(p, list | tuple) and len(p) == 2 and all(isinstance(v, int) and v >= 1 for v in p)
-                for p in layers
-            )
-            if not ok:
-                raise ConfigError(
-                    f"convs2s {name}={layers!r} must be a non-empty list of [channels, kernel] integer pairs >= 1"
-                )
-            setattr(self, name, [list(p) for p in layers])
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"convs2s dropout={self.dropout!r} must be in [0, 1)")
 
 
 class MultiStepAttention(nn.Module):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Literal, cast
+from typing import Annotated, ClassVar, Literal, cast
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +29,7 @@ from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.language_model import LanguageModel
 from embtie.models.registry import register
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -37,40 +38,34 @@ class GPTConfig(ModelConfig):
     """Shape and initialisation of the GPT model."""
 
     name: str = "gpt"
-    dim: int = 128
-    """model width d (= embedding width)."""
-    n_layers: int = 4
-    n_heads: int = 4
-    mlp_ratio: float = 4.0
-    max_len: int = 256
-    """longest sequence (size of the learned position table / rotary cache)."""
-    positions: Literal["learned", "rotary"] = "learned"
-    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    dropout: float = 0.0
-    bias: bool = True
-    """biases in the linear layers and LayerNorms."""
-    zero_init_residual: bool = False
-    """start residual branches at zero (Su's regime): attention and MLP output projections = 0."""
-    init_std: float = 0.02
-    """std of the normal init of the model's own matrices (not the embedding: that is the strategy's)."""
-    rope_base: float = 10000.0
+    dim: Annotated[int, Setting("model width d (= embedding width); n_heads must divide it", ge=1)] = 128
+    n_layers: Annotated[int, Setting("transformer blocks", ge=1)] = 4
+    n_heads: Annotated[int, Setting("attention heads (rotary positions need an even head width)", ge=1)] = 4
+    mlp_ratio: Annotated[float, Setting("MLP width as a multiple of dim", gt=0)] = 4.0
+    max_len: Annotated[int, Setting("longest sequence (size of the learned position table / rotary cache)", ge=1)] = 256
+    positions: Annotated[Literal["learned", "rotary"], Setting("learned position embeddings or rotary (RoPE)")] = (
+        "learned"
+    )
+    norm: Annotated[Literal["layernorm", "rmsnorm"], Setting("the normalisation layers")] = "layernorm"
+    dropout: Annotated[float, Setting("dropout on embeddings, attention and residual branches", ge=0, lt=1)] = 0.0
+    bias: Annotated[bool, Setting("biases in the linear layers and LayerNorms")] = True
+    zero_init_residual: Annotated[
+        bool, Setting("start residual branches at zero (Su's regime): attention and MLP output projections = 0")
+    ] = False
+    init_std: Annotated[
+        float, Setting("std of the normal init of the model's own matrices (not the embedding: the strategy's)", gt=0)
+    ] = 0.02
+    rope_base: Annotated[float, Setting("base of the rotary frequencies (positions: rotary)", gt=0)] = 10000.0
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
 
-    def validate(self) -> None:
-        for k in ("dim", "n_layers", "n_heads", "max_len"):
-            if getattr(self, k) < 1:
-                raise ConfigError(f"model.{k}={getattr(self, k)} must be >= 1")
+    def check(self) -> None:
         if self.dim % self.n_heads:
             raise ConfigError(f"model.dim={self.dim} must be divisible by model.n_heads={self.n_heads}")
         if self.positions == "rotary" and (self.dim // self.n_heads) % 2:
             raise ConfigError(f"rotary positions need an even head width; dim/n_heads = {self.dim // self.n_heads}")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
-        if not self.mlp_ratio > 0 or not self.init_std > 0:
-            raise ConfigError("model.mlp_ratio and model.init_std must be > 0")
 
 
 def _norm(cfg: GPTConfig) -> nn.Module:

@@ -13,7 +13,7 @@ The hidden state is carried from one batch to the next (truncated BPTT): the mod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import Annotated, ClassVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +22,7 @@ from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.language_model import LanguageModel
 from embtie.models.registry import register
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 LSTMState = tuple[Tensor, Tensor]
@@ -33,27 +34,20 @@ class LSTMConfig(ModelConfig):
     """Shape and initialisation of the LSTM LM (defaults: Zaremba's small model)."""
 
     name: str = "lstm"
-    emb_dim: int = 200
-    """embedding width (= the strategy's dim)."""
-    hidden: int = 200
-    n_layers: int = 2
-    dropout: float = 0.0
-    """on the embeddings, between layers and on the output (Zaremba's medium/large use 0.5/0.65)."""
-    init_range: float = 0.1
-    """uniform init in [-init_range, init_range] of every model weight."""
+    emb_dim: Annotated[int, Setting("embedding width (= the strategy's dim)", ge=1)] = 200
+    hidden: Annotated[
+        int, Setting("LSTM width (a projection to emb_dim feeds the output layer when it differs)", ge=1)
+    ] = 200
+    n_layers: Annotated[int, Setting("LSTM layers", ge=1)] = 2
+    dropout: Annotated[
+        float,
+        Setting("on the embeddings, between layers and on the output (Zaremba's medium/large: 0.5/0.65)", ge=0, lt=1),
+    ] = 0.0
+    init_range: Annotated[float, Setting("uniform init in [-init_range, init_range] of every model weight", gt=0)] = 0.1
 
     @property
     def embedding_dim(self) -> int:
         return self.emb_dim
-
-    def validate(self) -> None:
-        for k in ("emb_dim", "hidden", "n_layers"):
-            if getattr(self, k) < 1:
-                raise ConfigError(f"model.{k}={getattr(self, k)} must be >= 1")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
-        if not self.init_range > 0:
-            raise ConfigError(f"model.init_range={self.init_range} must be > 0")
 
 
 @register("lstm", LSTMConfig)

@@ -14,15 +14,16 @@ Training runs the same ``step`` as incremental decoding, so both give identical 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -32,27 +33,17 @@ class RNNMTConfig(ModelConfig):
 
     name: str = "rnn"
 
-    dim: int = 256
-    """embedding width d (decoder output width too)"""
-    enc_hidden: int = 256
-    """LSTM width of each encoder direction"""
-    dec_hidden: int = 512
-    enc_layers: int = 1
-    dec_layers: int = 1
-    attn_dim: int = 256
-    dropout: float = 0.2
+    dim: Annotated[int, Setting("embedding width d (decoder output width too)", ge=1)] = 256
+    enc_hidden: Annotated[int, Setting("LSTM width of each encoder direction", ge=1)] = 256
+    dec_hidden: Annotated[int, Setting("decoder LSTM width", ge=1)] = 512
+    enc_layers: Annotated[int, Setting("encoder (bidirectional LSTM) layers", ge=1)] = 1
+    dec_layers: Annotated[int, Setting("decoder LSTM layers", ge=1)] = 1
+    attn_dim: Annotated[int, Setting("width of the additive attention", ge=1)] = 256
+    dropout: Annotated[float, Setting("dropout on embeddings and between layers", ge=0, lt=1)] = 0.2
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
-
-    def __post_init__(self) -> None:
-        for name in ("dim", "enc_hidden", "dec_hidden", "enc_layers", "dec_layers", "attn_dim"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"rnn {name}={v!r} must be an integer >= 1")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"rnn dropout={self.dropout!r} must be in [0, 1)")
 
 
 class AdditiveAttention(nn.Module):

@@ -18,16 +18,17 @@ averaged over images; only real target positions t count): ``doubly_stochastic``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import Tensor, nn
 
 from embtie.data.subwords import PAD
-from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.captioner import Captioner
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -36,31 +37,25 @@ class ShowAttendTellConfig(ModelConfig):
     """Sizes of the Show-Attend-Tell captioner."""
 
     name: str = "show-attend-tell"
-    dim: int = 512
-    """word embedding width d (and of the deep output fed to the output layer)."""
-    hidden: int = 512
-    """LSTM width."""
-    attn_dim: int = 512
-    feature_dim: int = 1280
-    """C, the width of each grid cell's feature (1280 for EfficientNet-Lite0)."""
-    dropout: float = 0.5
-    attention_reg: float = 0.02
-    """lambda of the doubly stochastic term (summed over the L cells: 0.02 ~ 1/49 is a mean over a 7 x 7
-    grid with weight 1)."""
+    dim: Annotated[int, Setting("word embedding width d (and of the deep output fed to the output layer)", ge=1)] = 512
+    hidden: Annotated[int, Setting("LSTM width", ge=1)] = 512
+    attn_dim: Annotated[int, Setting("width of the attention over the grid cells", ge=1)] = 512
+    feature_dim: Annotated[
+        int, Setting("C, the width of each grid cell's feature (1280 for EfficientNet-Lite0)", ge=1)
+    ] = 1280
+    dropout: Annotated[float, Setting("dropout before the deep output", ge=0, lt=1)] = 0.5
+    attention_reg: Annotated[
+        float,
+        Setting(
+            "lambda of the doubly stochastic term, summed over the L cells (0.02 ~ 1/49: a mean over a 7 x 7 "
+            "grid with weight 1)",
+            ge=0,
+        ),
+    ] = 0.02
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
-
-    def __post_init__(self) -> None:
-        for name in ("dim", "hidden", "attn_dim", "feature_dim"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{self.name} {name}={v!r} must be an integer >= 1")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"{self.name} dropout={self.dropout!r} must be in [0, 1)")
-        if not self.attention_reg >= 0:
-            raise ConfigError(f"{self.name} attention_reg={self.attention_reg!r} must be >= 0")
 
 
 def doubly_stochastic(alphas: Tensor, mask: Tensor, lam: float) -> Tensor:

@@ -12,15 +12,16 @@ steps the same LSTM one word at a time, which gives the same hidden states.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.captioner import Captioner
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -29,26 +30,17 @@ class ShowTellConfig(ModelConfig):
     """Sizes of the Show-and-Tell captioner."""
 
     name: str = "show-tell"
-    dim: int = 512
-    """word embedding width d (and the width of h fed to the output layer)."""
-    hidden: int = 512
-    """LSTM width."""
-    layers: int = 1
-    feature_dim: int = 1280
-    """C, the width of the image features (1280 for EfficientNet-Lite0)."""
-    dropout: float = 0.5
+    dim: Annotated[int, Setting("word embedding width d (and the width of h fed to the output layer)", ge=1)] = 512
+    hidden: Annotated[int, Setting("LSTM width", ge=1)] = 512
+    layers: Annotated[int, Setting("LSTM layers", ge=1)] = 1
+    feature_dim: Annotated[int, Setting("C, the width of the image features (1280 for EfficientNet-Lite0)", ge=1)] = (
+        1280
+    )
+    dropout: Annotated[float, Setting("dropout on the embeddings and the LSTM output", ge=0, lt=1)] = 0.5
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
-
-    def __post_init__(self) -> None:
-        for name in ("dim", "hidden", "layers", "feature_dim"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{self.name} {name}={v!r} must be an integer >= 1")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"{self.name} dropout={self.dropout!r} must be in [0, 1)")
 
 
 @register("show-tell", ShowTellConfig)

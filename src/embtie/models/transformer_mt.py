@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +21,7 @@ from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
+from embtie.schema import Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -30,36 +31,26 @@ class TransformerMTConfig(ModelConfig):
 
     name: str = "transformer"
 
-    dim: int = 512
-    """model width d (= embedding width)"""
-    enc_layers: int = 6
-    dec_layers: int = 6
-    heads: int = 4
-    ffn_dim: int = 1024
-    dropout: float = 0.3
-    """dropout on embeddings and residual branches"""
-    attn_dropout: float = 0.0
-    act_dropout: float = 0.0
-    """dropout after the FFN activation"""
-    pre_norm: bool = False
-    """LayerNorm before each sublayer (+ a final one) instead of after the residual sum"""
-    max_positions: int = 1024
+    dim: Annotated[int, Setting("model width d (= embedding width); heads must divide it", ge=1)] = 512
+    enc_layers: Annotated[int, Setting("encoder layers", ge=1)] = 6
+    dec_layers: Annotated[int, Setting("decoder layers", ge=1)] = 6
+    heads: Annotated[int, Setting("attention heads", ge=1)] = 4
+    ffn_dim: Annotated[int, Setting("width of the feed-forward layers", ge=1)] = 1024
+    dropout: Annotated[float, Setting("dropout on embeddings and residual branches", ge=0, lt=1)] = 0.3
+    attn_dropout: Annotated[float, Setting("dropout on the attention weights", ge=0, lt=1)] = 0.0
+    act_dropout: Annotated[float, Setting("dropout after the FFN activation", ge=0, lt=1)] = 0.0
+    pre_norm: Annotated[
+        bool, Setting("LayerNorm before each sublayer (+ a final one) instead of after the residual sum")
+    ] = False
+    max_positions: Annotated[int, Setting("longest source or target sequence (sinusoidal positions)", ge=1)] = 1024
 
     @property
     def embedding_dim(self) -> int:
         return self.dim
 
-    def __post_init__(self) -> None:
-        for name in ("dim", "enc_layers", "dec_layers", "heads", "ffn_dim", "max_positions"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"transformer {name}={v!r} must be an integer >= 1")
+    def check(self) -> None:
         if self.dim % self.heads:
-            raise ConfigError(f"transformer dim={self.dim} must be divisible by heads={self.heads}")
-        for name in ("dropout", "attn_dropout", "act_dropout"):
-            v = getattr(self, name)
-            if not 0.0 <= v < 1.0:
-                raise ConfigError(f"transformer {name}={v!r} must be in [0, 1)")
+            raise ConfigError(f"model.dim={self.dim} must be divisible by model.heads={self.heads}")
 
 
 def sinusoidal_positions(n: int, dim: int) -> Tensor:

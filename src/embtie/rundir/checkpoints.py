@@ -18,6 +18,7 @@ the previous checkpoint intact and pointed to.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, load_model, save_file, save_model
+from safetensors.torch import load as load_bytes
+from safetensors.torch import load_file, save_file, save_model
 from torch import Tensor, nn
 
 from embtie.errors import EmbtieError
@@ -218,14 +220,124 @@ def cleanup(run_dir: Path, keep: int = 1) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def load_weights(model: nn.Module, ckpt: Path) -> None:
-    """Load ``model.safetensors`` into ``model`` in place (tied tensors stay one tensor)."""
+def read_weights(path: Path) -> tuple[dict[str, Tensor], str]:
+    """The tensors of a safetensors file and the sha256 of its bytes, from one read of the file (a
+    checkpoint that training replaces meanwhile is read whole or not at all: FileNotFoundError)."""
+    data = Path(path).read_bytes()
+    return load_bytes(data), hashlib.sha256(data).hexdigest()
+
+
+def load_weights(model: nn.Module, ckpt: Path, use: str = "load") -> str:
+    """Load ``model.safetensors`` into ``model`` in place (tied tensors stay one tensor) and return the
+    sha256 of the file. One-line CheckpointErrors: an unreadable file, tensors that do not fit the model
+    (``misfit``), weights that are not finite (``nonfinite``); ``use`` ("load" or "resume") picks the advice."""
     path = Path(ckpt) / "model.safetensors"
     try:
-        missing, unexpected = load_model(model, str(path), strict=True)
-    except Exception as e:  # unreadable file, or weights of another model
+        tensors, digest = read_weights(path)
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # unreadable file
         raise CheckpointError(f"cannot load {path} ({_why(e)}); choose another checkpoint of this run") from e
-    assert not missing and not unexpected
+    check_weights(model, tensors, Path(ckpt), use)
+    sd = model.state_dict()
+    model.load_state_dict({k: v for k, v in tensors.items() if k in sd}, strict=False)  # aliases: one name each
+    return digest
+
+
+def check_weights(model: nn.Module, tensors: dict[str, Tensor], ckpt: Path, use: str) -> None:
+    """A CheckpointError when ``tensors`` (a checkpoint's weights) do not fit ``model`` or are not finite."""
+    parts = misfit(model, {k: tuple(v.shape) for k, v in tensors.items()})
+    if parts:
+        raise CheckpointError(
+            f"checkpoint {ckpt} does not fit this run's model ({'; '.join(parts)}): it was written for another "
+            f"strategy, width or vocabulary; {_misfit_advice(use)}"
+        )
+    check_finite(tensors, ckpt, use)
+
+
+def check_finite(tensors: dict[str, Tensor], ckpt: Path, use: str) -> None:
+    """A CheckpointError naming the tensors of checkpoint ``ckpt`` that hold NaN or inf, and what to do."""
+    bad = nonfinite(tensors)
+    if bad:
+        raise CheckpointError(
+            f"checkpoint {ckpt} holds weights that are not finite: {listed(bad)}; {_older_advice(Path(ckpt), use)}, "
+            "or train again with a lower train.lr (or a train.grad_clip) into a new --out"
+        )
+
+
+MAX_LISTED = 3
+"""tensors named in one message at most (then "and N more")."""
+
+
+def listed(items: list[str]) -> str:
+    more = len(items) - MAX_LISTED
+    return ", ".join(items[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def _alias_groups(sd: dict[str, Tensor]) -> list[list[str]]:
+    """The names of a state dict grouped by tensor: tied weights are one tensor under several names, which
+    a checkpoint stores once (safetensors' save_model)."""
+    groups: dict[Any, list[str]] = {}
+    for name, t in sd.items():
+        key: Any = name
+        if t.numel() and t.device.type != "meta":
+            key = (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
+
+
+def misfit(model: nn.Module, shapes: dict[str, tuple[int, ...]]) -> list[str]:
+    """How a checkpoint's tensors (name -> shape) differ from ``model``'s: shapes that differ, tensors the
+    model has and the checkpoint lacks, tensors the checkpoint has and the model lacks (empty: they fit)."""
+    sd = model.state_dict()
+    names = sorted(shapes)
+    reshaped = [
+        f"{n} is {shapes[n]} in the checkpoint, {tuple(sd[n].shape)} in the model"
+        for n in names
+        if n in sd and shapes[n] != tuple(sd[n].shape)
+    ]
+    groups = sorted(_alias_groups(sd))
+    missing = [f"{g[0]} {tuple(sd[g[0]].shape)}" for g in groups if not any(n in shapes for n in g)]
+    unexpected = [f"{n} {shapes[n]}" for n in names if n not in sd]
+    parts = [("shapes differ", reshaped), ("missing", missing), ("unexpected", unexpected)]
+    return [f"{what}: {listed(items)}" for what, items in parts if items]
+
+
+def nonfinite(tensors: dict[str, Tensor]) -> list[str]:
+    """``name (k NaN, j inf of n)`` for every floating tensor with a value that is not finite."""
+    bad = []
+    for name, t in sorted(tensors.items()):
+        if not t.is_floating_point() or bool(torch.isfinite(t).all()):
+            continue
+        nan = int(torch.isnan(t).sum())
+        inf = int((~torch.isfinite(t)).sum()) - nan
+        counts = " and ".join(f"{k} {what}" for k, what in ((nan, "NaN"), (inf, "inf")) if k)
+        bad.append(f"{name} ({counts} of {t.numel()} values)")
+    return bad
+
+
+def _others(ckpt: Path) -> list[str]:
+    """The other step checkpoints of the run that ``ckpt`` belongs to, newest first."""
+    if ckpt.parent.name != CKPT:
+        return []
+    return [p.name for p in candidates(ckpt.parent.parent) if p.name != ckpt.name]
+
+
+def _older_advice(ckpt: Path, use: str) -> str:
+    others = _others(ckpt)
+    if use == "resume":
+        if others:
+            return f"resume from the older {others[0]} by moving {ckpt} away"
+        return "no older checkpoint is left to resume from"
+    if others:
+        return f"use an older checkpoint (--checkpoint {others[0]})"
+    return "no other checkpoint of this run is left"
+
+
+def _misfit_advice(use: str) -> str:
+    if use == "resume":
+        return "resume with the config.yaml the run was trained with, or train this config into another --out"
+    return "use the config.yaml the run was trained with, or a checkpoint written for this config"
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:
@@ -233,7 +345,15 @@ def load_state(ckpt: Path) -> dict[str, Any]:
 
 
 def load_optimizer(optimizer: torch.optim.Optimizer, ckpt: Path, state: dict[str, Any]) -> None:
+    """Load ``optim.safetensors`` (a CheckpointError when its moments are not finite: resuming from them
+    would give a non-finite first step)."""
     tensors = load_file(str(Path(ckpt) / "optim.safetensors"))
+    bad = nonfinite(tensors)
+    if bad:
+        raise CheckpointError(
+            f"the optimizer state of checkpoint {ckpt} is not finite: {listed(bad)}; "
+            f"{_older_advice(Path(ckpt), 'resume')}, or train again with a lower train.lr into a new --out"
+        )
     optimizer.load_state_dict(optimizer_state(tensors, state["optimizer"]))
 
 

@@ -22,19 +22,25 @@ from torch import nn
 from embtie import tasks
 from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
 from embtie.errors import ConfigError
-from embtie.rundir import checkpoints
+from embtie.rundir import checkpoints, provenance
 from embtie.tasks.base import Task
 
 
 @dataclass
 class Run:
-    """A trained run loaded back: its config, model (strategy at ``model.sharing``), task and summary."""
+    """A trained run loaded back: its config, model (strategy at ``model.sharing``), task and summary, and
+    the checkpoint its weights came from (with the sha256 of that model.safetensors)."""
 
     config: RunConfig
     model: nn.Module
     task: Task
     summary: dict[str, Any] | None
     checkpoint: Path
+    model_sha256: str = ""
+
+    def source(self) -> provenance.Source:
+        """Where this run's weights came from, for the provenance of what is computed from them."""
+        return provenance.Source.of(self.checkpoint, self.model_sha256 or None)
 
 
 def read_config(run_dir: str | Path) -> RunConfig:
@@ -46,21 +52,36 @@ def read_config(run_dir: str | Path) -> RunConfig:
     return config_from_dict(read_yaml_mapping(cfg_path, "run config"))
 
 
-def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> Run:
+LOAD_ATTEMPTS = 3
+"""how often loading picks the newest checkpoint again when training removed the one it picked."""
+
+
+def load_run(run_dir: str | Path, device: str | torch.device = "cpu", checkpoint: Path | None = None) -> Run:
     """Load a run directory: its config, its task (vocabulary from vocab.json) and its model with the
-    newest checkpoint's weights (tied tensors stay one tensor), in eval mode on ``device``."""
+    weights of ``checkpoint`` (default: the newest complete checkpoint; tied tensors stay one tensor), in
+    eval mode on ``device``. The run may be training meanwhile: a checkpoint it removes while this reads is
+    replaced by the then newest. Weights that do not fit the model or are not finite are a one-line
+    CheckpointError (``embtie.rundir.checkpoints.load_weights``)."""
     d = Path(run_dir)
     cfg = read_config(d)
-    ckpt = checkpoints.readable(d, ("model.safetensors",), "loading")
-    if ckpt is None:
-        raise ConfigError(f"{d} has no checkpoint yet; train it first with `embtie train ... --out {d}`")
-    task = tasks.get(cfg.task).load(cfg, d)
-    model = task.build_model()
-    checkpoints.load_weights(model, ckpt)
-    model.to(device).eval()
-    summary_path = d / "summary.json"
-    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else None
-    return Run(config=cfg, model=model, task=task, summary=summary, checkpoint=ckpt)
+    task: Task | None = None
+    for attempt in range(LOAD_ATTEMPTS):
+        ckpt = checkpoint if checkpoint is not None else checkpoints.readable(d, ("model.safetensors",), "loading")
+        if ckpt is None:
+            raise ConfigError(f"{d} has no checkpoint yet; train it first with `embtie train ... --out {d}`")
+        task = task or tasks.get(cfg.task).load(cfg, d)
+        model = task.build_model()
+        try:
+            digest = checkpoints.load_weights(model, ckpt)
+        except FileNotFoundError:
+            if checkpoint is not None or attempt == LOAD_ATTEMPTS - 1:
+                raise
+            continue
+        model.to(device).eval()
+        summary_path = d / "summary.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else None
+        return Run(config=cfg, model=model, task=task, summary=summary, checkpoint=ckpt, model_sha256=digest)
+    raise AssertionError("unreachable")
 
 
 def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
@@ -75,11 +96,7 @@ def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
 
 
 def load_for_decoding(run_dir: str | Path, name: str | None = None, device: str = "cpu") -> Run:
-    """``load_run`` with the weights of checkpoint ``name`` (e.g. ``avg-last5``) when given."""
-    run = load_run(run_dir, device=device)
-    path = checkpoint_path(run_dir, name)
-    if path is not None:
-        checkpoints.load_weights(run.model, path)
-        run.model.to(device).eval()
-        run.checkpoint = path
-    return run
+    """``load_run`` with the weights of checkpoint ``name`` (e.g. ``avg-last5``) when given (only those
+    weights are read: a damaged newest checkpoint does not stop loading an older one by name)."""
+    read_config(run_dir)
+    return load_run(run_dir, device=device, checkpoint=checkpoint_path(run_dir, name))

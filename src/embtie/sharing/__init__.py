@@ -13,7 +13,7 @@ from embtie.sharing import tie_untie, grad_scale  # noqa: F401  (registers strat
 from embtie.sharing import adaptive  # noqa: F401  (registers strategies)
 from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.head import Head
-from embtie.sharing.registry import accepted_options, build, get, names
+from embtie.sharing.registry import Option, accepted_options, build, check_options, get, names, options
 
 SEED_STRATEGIES = (
     "untied",
@@ -34,9 +34,12 @@ __all__ = [
     "SEED_STRATEGIES",
     "Head",
     "LogitMoments",
+    "Option",
     "SharingStrategy",
     "accepted_options",
     "build",
+    "check_options",
     "get",
     "names",
+    "options",
 ]

@@ -23,13 +23,16 @@ embtie's LM vocabularies are.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import itertools
+import typing
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError, DataError
+from embtie.schema import Rule, Setting
 from embtie.sharing.adaptive_clusters import ClusterLayout
 from embtie.sharing.adaptive_loss import adaptive_log_probs, adaptive_nll
 from embtie.sharing.base import LogitMoments, SharingStrategy
@@ -38,14 +41,13 @@ from embtie.sharing.head import Head
 from embtie.sharing.loss import IMPLS, check_targets
 from embtie.sharing.registry import get, register
 
-WITHIN = ("tied", "l2norm", "sqnorm", "distance", "cosine")
+Within = Literal["tied", "l2norm", "sqnorm", "distance", "cosine"]
 """Strategies whose formula can be applied inside every cluster (one matrix, no extra parameters)."""
+WITHIN: tuple[str, ...] = typing.get_args(Within)
 
 
-def _bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"option {name}={value!r} must be true or false")
-    return value
+def _increasing(cutoffs: list[int]) -> bool:
+    return all(c > 0 for c in cutoffs) and all(a < b for a, b in itertools.pairwise(cutoffs))
 
 
 @register
@@ -57,6 +59,19 @@ class Adaptive(SharingStrategy):
     source = "Baevski & Auli 2018 (adaptive input, tied); Grave et al. 2017 (adaptive softmax)"
     needs_frequency_sorted_vocab: ClassVar[bool] = True
     flat_table: ClassVar[bool] = False
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "cutoffs": Setting(
+            "word ids c_1 < ... < c_k where the frequency-sorted vocabulary is cut into clusters (ids at or past "
+            "the vocabulary size are dropped)",
+            min_length=1,
+            rule=Rule(_increasing, "positive word ids that increase strictly, e.g. [2000, 10000]"),
+            null="[2000, 10000] where below the vocabulary size, else one cut at V // 4",
+        ),
+        "div_factor": Setting("cluster i has width d / div_factor^i (Baevski & Auli use 4)", ge=1),
+        "tie_weights": Setting("the output tables are the input tables E_i (Baevski & Auli's tied adaptive input)"),
+        "tie_projections": Setting("the output projections are the input projections P_i too (needs tie_weights)"),
+        "within": Setting("the formula applied inside every cluster (a normalized strategy's, or tied's)"),
+    }
 
     def __init__(
         self,
@@ -67,7 +82,7 @@ class Adaptive(SharingStrategy):
         div_factor: float = 4.0,
         tie_weights: bool = True,
         tie_projections: bool = False,
-        within: str = "tied",
+        within: Within = "tied",
         **options: Any,
     ) -> None:
         for opt, off in (("factor_rank", None), ("token_temperature", False), ("z_loss", 0.0)):
@@ -76,12 +91,10 @@ class Adaptive(SharingStrategy):
         super().__init__(vocab_size, dim, **options)
         del self.weight  # the flat (V, d) table is replaced by the cluster tables
         self.layout = ClusterLayout.build(vocab_size, dim, cutoffs, div_factor)
-        self.tie_weights = _bool("tie_weights", tie_weights)
-        self.tie_projections = _bool("tie_projections", tie_projections)
+        self.tie_weights = tie_weights
+        self.tie_projections = tie_projections
         if self.tie_projections and not self.tie_weights:
             raise ConfigError("option tie_projections=true needs tie_weights=true (it ties the projections too)")
-        if within not in WITHIN:
-            raise ConfigError(f"option within={within!r} is unknown; choose one of: {', '.join(WITHIN)}")
         self.within = within
         self._within_cls = get(within)
         lay = self.layout

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from embtie.errors import ConfigError
-
 DEFAULT_CUTOFFS = (2000, 10000)
 """Used where they fit under V (WikiText-2, V = 33,278: head 2,000 words, tails 8,000 and 23,278)."""
 
@@ -24,21 +22,6 @@ def default_cutoffs(vocab_size: int) -> list[int]:
     """(2000, 10000) where below V; for a smaller vocabulary one cut at V // 4 (at least 1)."""
     fit = [c for c in DEFAULT_CUTOFFS if c < vocab_size]
     return fit or [max(1, vocab_size // 4)]
-
-
-def _check_cutoffs(cutoffs: object, vocab_size: int) -> list[int]:
-    if not isinstance(cutoffs, list | tuple) or not cutoffs:
-        raise ConfigError(f"option cutoffs={cutoffs!r} must be a non-empty list of word ids, e.g. [2000, 10000]")
-    out: list[int] = []
-    for c in cutoffs:
-        if isinstance(c, bool) or not isinstance(c, int):
-            raise ConfigError(f"option cutoffs={list(cutoffs)!r} must hold integers")
-        if c <= 0 or (out and c <= out[-1]):
-            raise ConfigError(
-                f"option cutoffs={list(cutoffs)!r} must be positive and increase strictly, e.g. [2000, 10000]"
-            )
-        out.append(c)
-    return [c for c in out if c < vocab_size]  # a smaller vocabulary simply has fewer clusters
 
 
 @dataclass(frozen=True)
@@ -53,11 +36,10 @@ class ClusterLayout:
     """k + 1 widths d_i; widths[0] = dim."""
 
     @classmethod
-    def build(cls, vocab_size: int, dim: int, cutoffs: object, div_factor: object) -> ClusterLayout:
-        """Validate ``cutoffs`` (None: ``default_cutoffs``) and ``div_factor`` (a number >= 1)."""
-        cuts = default_cutoffs(vocab_size) if cutoffs is None else _check_cutoffs(cutoffs, vocab_size)
-        if isinstance(div_factor, bool) or not isinstance(div_factor, int | float) or not div_factor >= 1:
-            raise ConfigError(f"option div_factor={div_factor!r} must be a number >= 1 (Baevski & Auli use 4)")
+    def build(cls, vocab_size: int, dim: int, cutoffs: list[int] | None, div_factor: float) -> ClusterLayout:
+        """The layout for ``cutoffs`` (None: ``default_cutoffs``; strictly increasing positive ids, as the
+        adaptive strategy's option declares; those at or past V are dropped) and ``div_factor`` (>= 1)."""
+        cuts = default_cutoffs(vocab_size) if cutoffs is None else [c for c in cutoffs if c < vocab_size]
         widths = tuple(max(1, int(dim / float(div_factor) ** i)) for i in range(len(cuts) + 1))
         return cls(vocab_size, dim, (0, *cuts, vocab_size), widths)
 

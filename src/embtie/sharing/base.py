@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError, DataError
+from embtie.errors import ConfigError
+from embtie.schema import Setting
 from embtie.sharing.capabilities import VocabularyTables
 from embtie.sharing.head import Head
+from embtie.sharing.inputs import check_hidden, check_ids
 from embtie.sharing.loss import cross_entropy
 
 
@@ -34,14 +36,12 @@ class LogitMoments:
         return LogitMoments(self.diag_mean * s, self.diag_var * s * s, self.off_mean * s, self.off_var * s * s)
 
 
-def _number(name: str, value: object, *, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"option {name}={value!r} must be a number")
-    if positive and not value > 0:
-        raise ConfigError(f"option {name}={value!r} must be > 0")
-    if not math.isfinite(value):
-        raise ConfigError(f"option {name}={value!r} must be finite")
-    return float(value)
+EmbedScale = Literal["sqrt_d"]
+"""the word values of option ``embed_scale`` (besides a number)."""
+LogitScale = Literal["inv_sqrt_d", "learned"]
+"""the word values of option ``logit_scale`` (besides a number)."""
+InitStd = Literal["inv_sqrt_d", "log_v_over_d"]
+"""the word values of option ``init_std`` (besides a number)."""
 
 
 class SharingStrategy(VocabularyTables):
@@ -51,24 +51,15 @@ class SharingStrategy(VocabularyTables):
     may override ``_input_rows`` (how embedding rows become input vectors) and ``transform`` (a map
     applied to the hidden state before the output layer).
 
-    Common options (all default to "off", so each strategy computes exactly its formula):
-        bias: learned output bias b (V,), initialised to zero.
-        embed_scale: multiply input vectors by this number, or "sqrt_d" for sqrt(dim) (fairseq, Gemma).
-        logit_scale: multiply logits by this number, "inv_sqrt_d" for dim**-0.5 (tied T5), or
-            "learned" for a learned scalar initialised to ``logit_scale_init`` (Hoffer et al.).
-        logit_scale_lr: the learned logit scale's learning rate as a multiple of train.lr (default 1).
-            Adam moves a scalar by about lr per step whatever its gradient; on ptb-gpt-tiny a fixed head's
-            scale did not grow faster with 10x or 30x (docs/fixed-head.md), so the default stays 1.
-        softcap: c in z <- c * tanh(z / c) (Gemma 2, modded-nanogpt).
-        init_std: std of the normal init of E (and of other learned matrices of the same shape):
-            a number, "inv_sqrt_d" (the default, dim**-0.5) or "log_v_over_d" (Su 2023: ln(V)/dim).
-        init_range: instead of init_std, initialise uniformly in [-a, a] (Zaremba et al., Press & Wolf).
-        factor_rank: r, to learn E = A B with A (V, r), B (r, d) (ALBERT); the formula applies to the
-            rows of A B (``embedding_matrix``); A gets the init above, B ~ N(0, 1/r), so that the
-            entries of A B have the variance of an unfactorized E.
-        z_loss: lambda of the z-loss lambda * log^2 Z per token, averaged like the cross-entropy (PaLM).
-        token_temperature: a learned per-token logit multiplier tau (V,), initialised to 1, as nGPT's s
-            (for normalized heads: l2norm, cosine): z_i = cap(s tau_i r_i (w_i . x) + b_i).
+    Common options (``declared_options``; all default to "off", so each strategy computes exactly its
+    formula): bias, embed_scale, logit_scale (+ logit_scale_init, logit_scale_lr), softcap, init_std or
+    init_range, factor_rank, z_loss, token_temperature; ``embtie config --strategy NAME`` prints them with
+    their ranges. Notes the one-line declarations leave out:
+        logit_scale_lr: Adam moves a scalar by about lr per step whatever its gradient; on ptb-gpt-tiny a
+            fixed head's scale did not grow faster with 10x or 30x (docs/fixed-head.md), so it stays 1.
+        factor_rank: the formula applies to the rows of A B (``embedding_matrix``); A gets the init of E,
+            B ~ N(0, 1/r), so that the entries of A B have the variance of an unfactorized E.
+        token_temperature: z_i = cap(s tau_i r_i (w_i . x) + b_i).
     """
 
     name: ClassVar[str] = ""
@@ -80,23 +71,65 @@ class SharingStrategy(VocabularyTables):
     needs_frequency_sorted_vocab: ClassVar[bool] = False
     """True when token ids must be ordered by decreasing training frequency (adaptive clusters)."""
 
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "bias": Setting("a learned output bias b (V,), initialised to zero"),
+        "embed_scale": Setting(
+            "multiply input vectors by this number; sqrt_d: by sqrt(dim) (fairseq, Gemma)", gt=0, null="no scaling"
+        ),
+        "logit_scale": Setting(
+            "multiply logits by this number; inv_sqrt_d: by dim**-0.5 (tied T5); learned: by a learned scalar "
+            "starting at logit_scale_init (Hoffer et al.)",
+            gt=0,
+            null="no scaling",
+        ),
+        "logit_scale_init": Setting("the learned logit scale's initial value (logit_scale=learned)", gt=0),
+        "logit_scale_lr": Setting(
+            "the learned logit scale's learning rate as a multiple of train.lr (needs logit_scale=learned)", gt=0
+        ),
+        "softcap": Setting("c in z <- c tanh(z / c) (Gemma 2, modded-nanogpt)", gt=0, null="no cap"),
+        "init_std": Setting(
+            "std of the normal init of E (and of learned matrices of its shape); inv_sqrt_d: dim**-0.5; "
+            "log_v_over_d: ln(V)/dim (Su 2023)",
+            gt=0,
+            null="dim**-0.5",
+        ),
+        "init_range": Setting(
+            "instead of init_std, initialise uniformly in [-a, a] (Zaremba et al., Press & Wolf)",
+            gt=0,
+            null="init_std decides",
+        ),
+        "factor_rank": Setting(
+            "r, to learn E = A B with A (V, r), B (r, d) (ALBERT); at most the model width",
+            ge=1,
+            null="no factorization",
+        ),
+        "z_loss": Setting("lambda of the z-loss lambda log^2 Z per token, averaged like the loss (PaLM); 0: off", ge=0),
+        "token_temperature": Setting(
+            "a learned per-token logit multiplier tau (V,), initialised to 1, as nGPT's s (for normalized heads)"
+        ),
+    }
+    """meaning and range of the options of this class's constructor (their type and default are its
+    signature's); a subclass declares the options its own constructor adds (``embtie.sharing.registry``)."""
+
     def __init__(
         self,
         vocab_size: int,
         dim: int,
         *,
         bias: bool = False,
-        embed_scale: float | str | None = None,
-        logit_scale: float | str | None = None,
+        embed_scale: float | EmbedScale | None = None,
+        logit_scale: float | LogitScale | None = None,
         logit_scale_init: float = 1.0,
         logit_scale_lr: float = 1.0,
         softcap: float | None = None,
-        init_std: float | str | None = None,
+        init_std: float | InitStd | None = None,
         init_range: float | None = None,
         factor_rank: int | None = None,
         z_loss: float = 0.0,
         token_temperature: bool = False,
     ) -> None:
+        """Options arrive checked by their declarations (``sharing.build``); rules that involve ``dim`` or
+        several options are checked here."""
         super().__init__()
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
             raise ConfigError(f"vocab_size={vocab_size!r} must be an integer >= 2")
@@ -104,51 +137,35 @@ class SharingStrategy(VocabularyTables):
             raise ConfigError(f"dim={dim!r} must be an integer >= 1")
         self.vocab_size = vocab_size
         self.dim = dim
-        self.embed_scale = self._resolve_embed_scale(embed_scale)
-        self.softcap = None if softcap is None else _number("softcap", softcap)
+        self.embed_scale = (
+            1.0 if embed_scale is None else math.sqrt(dim) if embed_scale == "sqrt_d" else float(embed_scale)
+        )
+        self.softcap = None if softcap is None else float(softcap)
         self.init_std, self.init_range = self._resolve_init(init_std, init_range)
 
         self.factor_rank = self._resolve_rank(factor_rank)
-        self.z_loss = 0.0 if z_loss == 0 else _number("z_loss", z_loss)
+        self.z_loss = float(z_loss)
         self.weight = nn.Parameter(torch.empty(vocab_size, self.factor_rank or dim))
         """(V, d) the learned E; (V, r) the factor A when ``factor_rank`` is set."""
         self.factor_b = nn.Parameter(torch.empty(self.factor_rank, dim)) if self.factor_rank else None
-        if not isinstance(token_temperature, bool):
-            raise ConfigError(f"option token_temperature={token_temperature!r} must be true or false")
         self.temperature = nn.Parameter(torch.ones(vocab_size)) if token_temperature else None
         self.bias: nn.Parameter | None
-        if not isinstance(bias, bool):
-            raise ConfigError(f"option bias={bias!r} must be true or false")
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         self._fixed_logit_scale: float | None = None
         self.logit_scale_param: nn.Parameter | None = None
-        self._logit_scale_lr = _number("logit_scale_lr", logit_scale_lr)
+        self._logit_scale_lr = float(logit_scale_lr)
         if logit_scale != "learned" and self._logit_scale_lr != 1.0:
-            raise ConfigError(f"option logit_scale_lr={logit_scale_lr!r} needs logit_scale=learned")
+            raise ConfigError(f"option logit_scale_lr={self._logit_scale_lr:g} needs logit_scale=learned")
         if logit_scale == "learned":
-            init = _number("logit_scale_init", logit_scale_init)
-            self.logit_scale_param = nn.Parameter(torch.tensor(init))
+            self.logit_scale_param = nn.Parameter(torch.tensor(float(logit_scale_init)))
         elif logit_scale == "inv_sqrt_d":
             self._fixed_logit_scale = dim**-0.5
         elif logit_scale is not None:
-            if isinstance(logit_scale, str):
-                raise ConfigError(f"option logit_scale={logit_scale!r} must be a number, 'inv_sqrt_d' or 'learned'")
-            self._fixed_logit_scale = _number("logit_scale", logit_scale)
+            self._fixed_logit_scale = float(logit_scale)
 
     # ------------------------------------------------------------------ options
-    def _resolve_embed_scale(self, value: float | str | None) -> float:
-        if value is None:
-            return 1.0
-        if value == "sqrt_d":
-            return math.sqrt(self.dim)
-        if isinstance(value, str):
-            raise ConfigError(f"option embed_scale={value!r} must be a number or 'sqrt_d'")
-        return _number("embed_scale", value)
-
     def _resolve_rank(self, rank: int | None) -> int | None:
-        if rank is None:
-            return None
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= self.dim:
+        if rank is not None and rank > self.dim:
             raise ConfigError(f"option factor_rank={rank!r} must be an integer in [1, dim={self.dim}]")
         return rank
 
@@ -156,15 +173,12 @@ class SharingStrategy(VocabularyTables):
         if init_range is not None:
             if init_std is not None:
                 raise ConfigError("options init_std and init_range exclude each other; give only one")
-            a = _number("init_range", init_range)
-            return a / math.sqrt(3.0), a
+            return float(init_range) / math.sqrt(3.0), float(init_range)
         if init_std is None or init_std == "inv_sqrt_d":
             return self.dim**-0.5, None
         if init_std == "log_v_over_d":
             return math.log(self.vocab_size) / self.dim, None
-        if isinstance(init_std, str):
-            raise ConfigError(f"option init_std={init_std!r} must be a number, 'inv_sqrt_d' or 'log_v_over_d'")
-        return _number("init_std", init_std), None
+        return float(init_std), None
 
     def init_(self, tensor: Tensor) -> Tensor:
         """Initialise a learned tensor with this strategy's init (normal init_std or uniform init_range)."""
@@ -189,13 +203,9 @@ class SharingStrategy(VocabularyTables):
         return rows
 
     def embed(self, ids: Tensor) -> Tensor:
-        """(...,) long token ids -> (..., d) vectors fed into the model."""
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"token ids must be integers (torch.long), not {ids.dtype}")
-        if ids.device.type == "cpu" and ids.numel():  # free here; on a GPU the kernel asserts (no host sync)
-            lo, hi = int(ids.min()), int(ids.max())
-            if lo < 0 or hi >= self.vocab_size:
-                raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {self.vocab_size})")
+        """(...,) long token ids -> (..., d) vectors fed into the model. Ids of another dtype or device, or
+        (on the CPU, elsewhere with ``inputs.CHECK_RANGES_ON_DEVICE``) outside [0, V), are a one-line error."""
+        ids = check_ids(ids, self.vocab_size, self.weight.device)
         rows = F.embedding(ids, self.weight)
         x = self._input_rows(rows if self.factor_b is None else rows @ self.factor_b)
         return x * self.embed_scale if self.embed_scale != 1.0 else x
@@ -272,9 +282,20 @@ class SharingStrategy(VocabularyTables):
             softcap=self.softcap,
         )
 
+    def _weights_device(self) -> torch.device:
+        """The device of the strategy's own weights (every input must be there): of its first own parameter
+        (a dict lookup, not ``parameters()``, which costs microseconds per call on the hot path)."""
+        for p in self._parameters.values():
+            if p is not None:
+                return p.device
+        for q in self.parameters():
+            return q.device
+        return torch.device("cpu")
+
     def _check_width(self, h: Tensor) -> None:
-        if h.dim() == 0 or h.shape[-1] != self.dim:
-            raise ValueError(f"hidden states {tuple(h.shape)} must end in the strategy's dim={self.dim}")
+        """Hidden states at the boundary: floating point, ending in ``dim``, on the weights' device
+        (one-line ``inputs.InputTypeError`` / ``InputValueError``; no host sync)."""
+        check_hidden(h, self.dim, self._weights_device())
 
     def logits(self, h: Tensor) -> Tensor:
         """(..., d) hidden states -> (..., V) logits."""

@@ -5,12 +5,12 @@ a loaded model uses the very same T. The input embedding E is learned and separa
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError
+from embtie.schema import Setting
 from embtie.sharing import hadamard_transform
 from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.head import Head
@@ -23,12 +23,18 @@ class FixedTargets(SharingStrategy):
     fixed_weight: Tensor
     """(V, d_t) T, a buffer: saved with the weights, never trained."""
 
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "target_dim": Setting(
+            "width d_t of the fixed targets T; a learned map g: d -> d_t when it differs from the model width",
+            ge=1,
+            null="the model width",
+        ),
+    }
+
     def __init__(self, vocab_size: int, dim: int, *, target_dim: int | None = None, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)
         if target_dim is None:
             target_dim = dim
-        if isinstance(target_dim, bool) or not isinstance(target_dim, int) or target_dim < 1:
-            raise ConfigError(f"option target_dim={target_dim!r} must be an integer >= 1")
         self._target_dim = target_dim
         self.proj = nn.Linear(dim, target_dim, bias=False) if target_dim != dim else None
         self.register_buffer("fixed_weight", self._draw_targets(vocab_size, target_dim))
@@ -68,23 +74,22 @@ class Fixed(FixedTargets):
     name = "fixed"
     formula = "input e_i (learned); logit z_i = t_i . g(h), T fixed random"
     source = "Shalev, Shalev & Keshet (T ~ U[-10, 10], rows L2-normalized for translation)"
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "target_init": Setting("how T is drawn: uniform U[-r, r] per cell, or normal N(0, 1)"),
+        "target_range": Setting("r of the uniform draw U[-r, r]", gt=0),
+        "normalize_rows": Setting("L2-normalize the rows of T (Shalev et al.'s translation setting)"),
+    }
 
     def __init__(
         self,
         vocab_size: int,
         dim: int,
         *,
-        target_init: str = "uniform",
+        target_init: Literal["uniform", "normal"] = "uniform",
         target_range: float = 10.0,
         normalize_rows: bool = True,
         **options: Any,
     ) -> None:
-        if target_init not in ("uniform", "normal"):
-            raise ConfigError(f"option target_init={target_init!r} must be 'uniform' or 'normal'")
-        if not isinstance(normalize_rows, bool):
-            raise ConfigError(f"option normalize_rows={normalize_rows!r} must be true or false")
-        if isinstance(target_range, bool) or not isinstance(target_range, int | float) or target_range <= 0:
-            raise ConfigError(f"option target_range={target_range!r} must be a number > 0")
         self.target_init = target_init
         self.target_range = float(target_range)
         self.normalize_rows = normalize_rows

@@ -9,12 +9,12 @@ input path is multiplied by ``input_grad_scale``:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
 
-from embtie.errors import ConfigError
+from embtie.schema import Setting
 from embtie.sharing.registry import register
 from embtie.sharing.tied import Tied
 
@@ -44,12 +44,12 @@ class TiedGradScale(Tied):
     name = "tied-gradscale"
     formula = "tied (input e_i; logit z_i = e_i . h); dL/dE = k * dL/dE|input + dL/dE|output"
     source = "Lopardo et al. 2026, arXiv 2603.26663 (input-gradient scaling)"
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "input_grad_scale": Setting("k: the gradient reaching E through the input path is multiplied by k", ge=0),
+    }
 
     def __init__(self, vocab_size: int, dim: int, *, input_grad_scale: float = 2.0, **options: Any) -> None:
-        value = input_grad_scale
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or value == float("inf"):
-            raise ConfigError(f"option input_grad_scale={value!r} must be a finite number >= 0")
-        self.input_grad_scale = float(value)
+        self.input_grad_scale = float(input_grad_scale)
         super().__init__(vocab_size, dim, **options)
 
     def _input_rows(self, rows: Tensor) -> Tensor:

@@ -20,6 +20,8 @@ from embtie.errors import ConfigError, DataError
 from embtie.sharing.chunked_ce import chunked_cross_entropy
 from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head, accumulation_dtype
+from embtie.sharing.inputs import InputValueError, ranges_checked
+from embtie.sharing.inputs import check_targets as check_inputs_targets
 
 IMPLS = ("auto", "plain", "chunked", "recompute")
 DEFAULT_IMPL = "auto"
@@ -69,14 +71,12 @@ def cross_entropy(
 
     head: the strategy's output layer; x: (..., d_t) transformed hidden states; targets: (...,) long.
     Returns a scalar. With label smoothing eps the target distribution is (1-eps) one-hot + eps/V.
+    Targets of another dtype, shape or device than ``x`` are a one-line error (``embtie.sharing.inputs``).
     ``impl``: one of IMPLS (None: DEFAULT_IMPL); ``chunk_size``: tokens per chunk for the chunked ones.
     """
-    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
-        raise TypeError(f"targets must be integer token ids (torch.long), not {targets.dtype}")
-    if x.shape[:-1] != targets.shape:
-        raise ValueError(f"hidden states {tuple(x.shape)} and targets {tuple(targets.shape)} do not match")
+    targets = check_inputs_targets(targets, x)
     if targets.numel() == 0:
-        raise ValueError(
+        raise InputValueError(
             f"no tokens: hidden states {tuple(x.shape)} and targets {tuple(targets.shape)} are empty, "
             "and a mean over zero tokens is undefined"
         )
@@ -88,9 +88,11 @@ def cross_entropy(
     x2, t1 = x.reshape(-1, x.shape[-1]), targets.reshape(-1)
     if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
         impl = "plain"
+    # free on the CPU (the chunked loss checks its own there); on a GPU only with the flag (a host sync),
+    # else the kernel's own assert catches an id out of range
+    if (impl == "plain" or t1.device.type != "cpu") and ranges_checked(t1):
+        check_targets(t1, head.vocab_size, ignore_index)
     if impl == "plain":
-        if t1.device.type == "cpu":  # free here; on a GPU the kernel's own assert catches it (no host sync)
-            check_targets(t1, head.vocab_size, ignore_index)
         return plain_cross_entropy(head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing)
     head, x2 = fold_factor(head, x2)  # factorized E = A B: the product stays V x r
     return chunked_cross_entropy(

@@ -3,10 +3,11 @@ hidden state, with a learned per-token logit scale s."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
+from embtie.schema import Setting
 from embtie.sharing.base import LogitMoments
 from embtie.sharing.normalized import L2Norm
 from embtie.sharing.registry import register
@@ -24,6 +25,9 @@ class NGPT(L2Norm):
     name = "ngpt"
     formula = "input e_i/||e_i||; logit z_i = s_i (e_i/||e_i||) . (h/||h||), s learned per token"
     source = "Loshchilov et al. 2024, nGPT"
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "scale_init": Setting("the initial value of the per-token logit scale s", gt=0),
+    }
 
     def __init__(self, vocab_size: int, dim: int, *, scale_init: float = 1.0, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)

@@ -13,12 +13,12 @@ run resumed after the switch, and a model loaded for evaluation, use O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError
+from embtie.schema import Setting
 from embtie.sharing.registry import register
 from embtie.sharing.tied import Tied
 
@@ -34,9 +34,11 @@ class TieUntie(Tied):
     untied: Tensor
     """0-d buffer, 1 once the matrices are untied (saved with the weights)."""
 
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "untie_at": Setting("the fraction of training after which O <- E and the matrices learn apart", ge=0, le=1),
+    }
+
     def __init__(self, vocab_size: int, dim: int, *, untie_at: float = 2.0 / 3.0, **options: Any) -> None:
-        if isinstance(untie_at, bool) or not isinstance(untie_at, int | float) or not 0.0 <= untie_at <= 1.0:
-            raise ConfigError(f"option untie_at={untie_at!r} must be a fraction of training in [0, 1]")
         self.untie_at = float(untie_at)
         super().__init__(vocab_size, dim, **options)
         self.out_weight = nn.Parameter(torch.empty(vocab_size, dim))

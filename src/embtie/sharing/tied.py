@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from embtie.sharing.base import LogitMoments, SharingStrategy
+from embtie.sharing.base import InitStd, LogitMoments, SharingStrategy
 from embtie.sharing.registry import register
 
 
@@ -70,5 +70,7 @@ class TiedLogInit(Tied):
     formula = "tied, E ~ N(0, (ln V / d)^2)"
     source = "Su 2023"
 
-    def __init__(self, vocab_size: int, dim: int, *, init_std: float | str = "log_v_over_d", **options: Any) -> None:
+    def __init__(
+        self, vocab_size: int, dim: int, *, init_std: float | InitStd | None = "log_v_over_d", **options: Any
+    ) -> None:
         super().__init__(vocab_size, dim, init_std=init_std, **options)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from embtie.errors import ConfigError
+from embtie.schema import Setting
 from embtie.sharing.base import LogitMoments
 from embtie.sharing.registry import register
 from embtie.sharing.tied import Tied
@@ -35,6 +36,12 @@ class TiedProj(Tied):
     name = "tied-proj"
     formula = "input e_i; logit z_i = e_i . (P h); loss += proj_reg ||P||^2 / (2 proj_reg_tokens)"
     source = "Press & Wolf 2016, projection regularisation (lambda = 0.15)"
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "proj_reg": Setting("lambda of the penalty proj_reg ||P||^2 / (2 proj_reg_tokens) (Press & Wolf: 0.15)", ge=0),
+        "proj_reg_tokens": Setting("tokens per batch the penalty is spread over (Press & Wolf: 20 x 20 = 400)", gt=0),
+        "proj_bias": Setting("a learned bias in the projection P"),
+        "proj_init": Setting("init of P: same (as E), orthogonal, or identity"),
+    }
 
     def __init__(
         self,
@@ -44,17 +51,9 @@ class TiedProj(Tied):
         proj_reg: float = 0.15,
         proj_reg_tokens: float = 400.0,
         proj_bias: bool = False,
-        proj_init: str = "same",
+        proj_init: Literal["same", "orthogonal", "identity"] = "same",
         **options: Any,
     ) -> None:
-        if isinstance(proj_reg, bool) or not isinstance(proj_reg, int | float) or proj_reg < 0:
-            raise ConfigError(f"option proj_reg={proj_reg!r} must be a number >= 0")
-        if isinstance(proj_reg_tokens, bool) or not isinstance(proj_reg_tokens, int | float) or proj_reg_tokens <= 0:
-            raise ConfigError(f"option proj_reg_tokens={proj_reg_tokens!r} must be a number > 0")
-        if proj_init not in ("same", "orthogonal", "identity"):
-            raise ConfigError(f"option proj_init={proj_init!r} must be 'same', 'orthogonal' or 'identity'")
-        if not isinstance(proj_bias, bool):
-            raise ConfigError(f"option proj_bias={proj_bias!r} must be true or false")
         self.proj_reg = float(proj_reg)
         self.proj_reg_tokens = float(proj_reg_tokens)
         self.proj_init = proj_init
@@ -113,23 +112,22 @@ class TiedBert(Tied):
     name = "tied-bert"
     formula = "input e_i; logit z_i = e_i . f(h), f = orthogonally initialised dense (+bias/act/norm)"
     source = "Su 2023; BERT's output transform"
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "activation": Setting("the dense layer's activation"),
+        "transform_bias": Setting("a learned bias in the dense layer"),
+        "norm": Setting("a norm after the activation"),
+    }
 
     def __init__(
         self,
         vocab_size: int,
         dim: int,
         *,
-        activation: str = "none",
+        activation: Literal["none", "gelu", "tanh", "relu"] = "none",
         transform_bias: bool = False,
-        norm: str = "none",
+        norm: Literal["none", "layernorm", "rmsnorm"] = "none",
         **options: Any,
     ) -> None:
-        if activation not in _ACTIVATIONS:
-            raise ConfigError(f"option activation={activation!r} must be one of {', '.join(_ACTIVATIONS)}")
-        if norm not in ("none", "layernorm", "rmsnorm"):
-            raise ConfigError(f"option norm={norm!r} must be 'none', 'layernorm' or 'rmsnorm'")
-        if not isinstance(transform_bias, bool):
-            raise ConfigError(f"option transform_bias={transform_bias!r} must be true or false")
         self.activation = activation
         super().__init__(vocab_size, dim, **options)
         self.dense = nn.Linear(dim, dim, bias=transform_bias)
@@ -174,12 +172,19 @@ class TiedShuffle(Tied):
     name = "tied-shuffle"
     formula = "input e_i; logit z_i = e_i . S(h), S swaps the halves of h (or group shuffle)"
     source = "Su 2023 (parameter-free)"
+    declared_options: ClassVar[dict[str, Setting]] = {
+        "groups": Setting(
+            "ShuffleNet's channel shuffle with this many groups (must divide the model width)",
+            ge=2,
+            null="swap the two halves of h",
+        ),
+    }
 
     def __init__(self, vocab_size: int, dim: int, *, groups: int | None = None, **options: Any) -> None:
         if groups is None:
             if dim % 2:
                 raise ConfigError(f"tied-shuffle swaps the two halves of h, so dim={dim} must be even")
-        elif isinstance(groups, bool) or not isinstance(groups, int) or groups < 2 or dim % groups:
+        elif dim % groups:
             raise ConfigError(f"option groups={groups!r} must be an integer >= 2 that divides dim={dim}")
         self.groups = groups
         super().__init__(vocab_size, dim, **options)

@@ -14,7 +14,9 @@ Public API::
 A run directory holds config.yaml (the whole config), vocab.json, metrics.jsonl, checkpoints/ (see
 ``embtie.rundir.checkpoints``) and, once finished, summary.json. Calling ``train`` again on the same
 directory resumes from the newest checkpoint (bitwise the same result as an uninterrupted run on
-CPU); on a finished run it returns the summary without training.
+CPU); on a finished run it returns the summary without training. One process trains a run directory at a
+time: ``train`` holds the run's writer lock (``embtie.rundir.lock``) and refuses, naming the holder, when
+another process holds it.
 
 Under ``torchrun`` every process calls ``train``; the global batch is split across processes (DDP,
 gloo on CPU, nccl on GPU) and only rank 0 writes files and validates. The loop itself is
@@ -23,7 +25,9 @@ gloo on CPU, nccl on GPU) and only rank 0 writes files and validates. The loop i
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ import torch
 
 from embtie import runtime
 from embtie.config import RunConfig
+from embtie.rundir import lock
 from embtie.training import preparation
 from embtie.training.trainer import Trainer
 
@@ -51,15 +56,37 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
         torch.set_num_threads(cfg.train.threads)
     finished = False
     try:
-        preparation.prepare(cfg, out, rt)
-        summary = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
-        if not summary.get("finished"):
-            trainer = Trainer(cfg, out, rt)
-            trainer.setup()
-            trainer.fit()
-            summary = trainer.finish()
+        with writer_lock(out, rt):
+            preparation.prepare(cfg, out, rt)
+            summary = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
+            if not summary.get("finished"):
+                trainer = Trainer(cfg, out, rt)
+                trainer.setup()
+                trainer.fit()
+                summary = trainer.finish()
         finished = True
         return summary
     finally:
         torch.set_num_threads(threads)
         runtime.teardown(rt, finished)
+
+
+@contextlib.contextmanager
+def writer_lock(out: Path, rt: runtime.Runtime) -> Iterator[None]:
+    """The run's writer lock, held by rank 0 for every process of the run: when rank 0 cannot take it,
+    every process raises (rank 0 the reason, naming the holder)."""
+    with contextlib.ExitStack() as stack:
+        error: Exception | None = None
+        if rt.is_main:
+            try:
+                stack.enter_context(lock.hold(out, "training", lock.command_line()))
+            except Exception as e:  # every process must learn of it before any raises
+                error = e
+        failed = error is not None
+        if rt.distributed:
+            failed = runtime.all_reduce_sum([float(failed)], rt)[0] > 0
+        if error is not None:
+            raise error
+        if failed:
+            raise lock.LockError(f"rank 0 could not take the writer lock of {out}; see its message")
+        yield

@@ -57,14 +57,47 @@ def _newest(out: Path) -> str:
     return f"the newest checkpoint, {ckpt}, is from before it" if ckpt else "no checkpoint was written"
 
 
-def step_error(step: int, loss: torch.Tensor, gnorm: torch.Tensor, tc: TrainConfig, out: Path) -> NonFiniteError:
-    """The one-line error of a non-finite step (counted from 0, before its update)."""
+def step_error(
+    step: int,
+    loss: torch.Tensor,
+    gnorm: torch.Tensor,
+    tc: TrainConfig,
+    out: Path,
+    updates: int | None = None,
+    resumed_from: str | None = None,
+) -> NonFiniteError:
+    """The one-line error of a non-finite step (counted from 0, before its update). ``updates``: the updates
+    applied before it (None: unknown); ``resumed_from``: the checkpoint when this is the first step after
+    resuming from it. Both decide the likely cause (``likely_cause``)."""
     what = f"loss {_value(loss)}" if not bool(torch.isfinite(loss.detach()).all()) else f"gradient norm {_value(gnorm)}"
+    cause, todo = likely_cause(tc, updates, resumed_from)
     return NonFiniteError(
-        f"step {step}: {what} is not finite, training stopped before updating the weights; likely cause: a learning "
-        f"rate too high for this model (train.lr={tc.lr:g}, train.grad_clip={tc.grad_clip}) or a "
-        f"{'bf16' if tc.precision == 'bf16' else 'numerical'} overflow; {_newest(out)}; lower train.lr into a new "
-        "--out, or set train.skip_nonfinite=N to skip such steps"
+        f"step {step}: {what} is not finite, training stopped before updating the weights; likely cause: {cause}; "
+        f"{_newest(out)}; {todo}"
+    )
+
+
+def likely_cause(tc: TrainConfig, updates: int | None, resumed_from: str | None) -> tuple[str, str]:
+    """(the likely cause of a non-finite step, what to do): the checkpoint just resumed from, the
+    initialisation (no update applied yet, so the learning rate played no part), or the learning rate."""
+    low_precision = tc.precision == "bf16"
+    if resumed_from is not None:
+        return (
+            f"the checkpoint this run just resumed from, {resumed_from} (its weights or optimizer state), not the "
+            "learning rate: this is the first step after resuming",
+            f"resume from an older checkpoint by moving {resumed_from} away, or train again into a new --out",
+        )
+    if updates == 0:
+        precision = f", or the {tc.precision} precision (try train.precision=fp32)" if low_precision else ""
+        return (
+            "the initialisation, not the learning rate: no update was applied yet (check sharing.options such as "
+            f"init_std, logit_scale and embed_scale, and the model's settings{precision})",
+            "fix the config and train it into a new --out",
+        )
+    return (
+        f"a learning rate too high for this model (train.lr={tc.lr:g}, train.grad_clip={tc.grad_clip}) or a "
+        f"{'bf16' if tc.precision == 'bf16' else 'numerical'} overflow",
+        "lower train.lr into a new --out, or set train.skip_nonfinite=N to skip such steps",
     )
 
 

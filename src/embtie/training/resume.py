@@ -41,7 +41,7 @@ def restore(
     if sharded:
         sharded_state.load_weights(model, ckpt)
     else:
-        checkpoints.load_weights(model, ckpt)
+        checkpoints.load_weights(model, ckpt, use="resume")
     raw = checkpoints.load_state(ckpt)
     if raw.get("world_size", 1) != rt.world_size:
         raise ConfigError(

@@ -64,8 +64,15 @@ def load_weights(model: nn.Module, ckpt: Path) -> None:
     path = Path(ckpt) / "model.safetensors"
     try:
         weights: dict[str, Any] = load_file(str(path))
+    except Exception as e:  # unreadable file
+        why = str(e).strip().splitlines()
+        raise checkpoints.CheckpointError(
+            f"cannot load {path} ({type(e).__name__}: {why[0] if why else ''}); choose another checkpoint of this run"
+        ) from e
+    checkpoints.check_finite(weights, Path(ckpt), "resume")
+    try:
         set_model_state_dict(model, weights, options=SCATTER)
-    except Exception as e:  # unreadable file, or weights of another model
+    except Exception as e:  # weights of another model
         why = str(e).strip().splitlines()
         raise checkpoints.CheckpointError(
             f"cannot load {path} ({type(e).__name__}: {why[0] if why else ''}); choose another checkpoint of this run"

@@ -58,14 +58,15 @@ class Trainer:
         self.batches_per_epoch = self.task.steps_per_epoch(rt.world_size)
         self.steps_per_epoch = -(-self.batches_per_epoch // self.tc.accumulate)
         self.total = total_steps(self.tc, self.steps_per_epoch)
-        metrics = MetricsLog(self.out, enabled=rt.is_main)
         if ckpt is None:
             self.state, self.carry = TrainState(), None
-            metrics.truncate(0)
             torch.manual_seed(cfg.seed * 7919 + 1 + rt.rank)  # dropout streams differ between processes
-        else:
+        else:  # before the logs are opened: a checkpoint that cannot be used changes nothing in the run
             self.state, self.carry = resume.restore(ckpt, self.model, self.optimizer, self.task, rt)
-            metrics.truncate(self.state.metrics_offset)
+        metrics = MetricsLog(self.out, enabled=rt.is_main)
+        metrics.truncate(0 if ckpt is None else self.state.metrics_offset)
+        self.resumed = None if ckpt is None else (ckpt.name, self.state.step)
+        """(checkpoint, step) this process resumed from: a non-finite first step after it blames the checkpoint."""
         self.probe = None
         if self.tc.path_probe and rt.is_main:
             self.probe = PathShareProbe(self.task, self.model, self.out, self.tc.path_probe, rt.device)
@@ -148,7 +149,9 @@ class Trainer:
         st = self.state
         if st.nonfinite_skipped >= self.tc.skip_nonfinite:
             self.log.bar.close()
-            raise nonfinite.step_error(st.step, obj, gnorm, self.tc, self.out)
+            resumed = self.resumed[0] if self.resumed is not None and self.resumed[1] == st.step else None
+            updates = st.step - st.nonfinite_skipped
+            raise nonfinite.step_error(st.step, obj, gnorm, self.tc, self.out, updates, resumed)
         st.nonfinite_skipped += 1
         progress.note(self.log.bar, f"step {st.step}: non-finite loss or gradient, step skipped "
                            f"({st.nonfinite_skipped} of {self.tc.skip_nonfinite} allowed)")  # fmt: skip

@@ -3,58 +3,83 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from embtie.data.lm_corpora import Corpus
+from embtie.data.user_corpus import SOURCE_FORM, TOKENIZER_FORM, is_source, is_tokenizer
 from embtie.errors import ConfigError
+from embtie.schema import Declared, Rule, Setting
 
 
 @dataclass
-class LMDataConfig:
+class LMDataConfig(Declared):
     """Corpus and batching of a language-modelling run."""
 
-    dataset: Literal["ptb", "wikitext-2"] = "ptb"
-    bptt: int = 35
-    """tokens per training window (the context length of a GPT)."""
-    batch_size: int = 20
-    """parallel streams per step, over all processes (the global batch)."""
-    eval_batch_size: int = 10
-    shuffle: bool = False
-    """visit training windows in a random order each epoch (stateless models only)."""
-    train_tokens: int | None = None
-    """use only the first N training tokens (quick runs, tests); the vocabulary still comes from all."""
-    valid_tokens: int | None = None
-    """use only the first N tokens of the valid split (quick runs, tests); a --test-file is always whole."""
-    train_file: str | None = None
-    """your own corpus instead of ``dataset``: plain text, one sentence a line (with valid_file, test_file)."""
-    valid_file: str | None = None
-    test_file: str | None = None
-    source: str | None = None
-    """your own corpus as a Hugging Face datasets dataset: hf:PATH_OR_NAME (a save_to_disk folder, a local
-    .json/.jsonl/.csv/.parquet/.txt file, or a name in the local datasets cache); splits train/validation/test."""
-    text_column: str = "text"
-    """the column of ``source`` that holds the text."""
-    tokenizer: str = "word"
-    """word (whitespace), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer, local)."""
+    section = "data"
+
+    dataset: Annotated[Literal["ptb", "wikitext-2"], Setting("the corpus (word-level)")] = "ptb"
+    bptt: Annotated[int, Setting("tokens per training window (the context length of a GPT)", ge=1)] = 35
+    batch_size: Annotated[int, Setting("parallel streams per step, over all processes (the global batch)", ge=1)] = 20
+    eval_batch_size: Annotated[int, Setting("parallel streams of an evaluation (fewer for short files)", ge=1)] = 10
+    shuffle: Annotated[bool, Setting("visit training windows in a random order each epoch (stateless models only)")] = (
+        False
+    )
+    train_tokens: Annotated[
+        int | None,
+        Setting(
+            "use only the first N training tokens (quick runs, tests); at least 2 * batch_size; the vocabulary "
+            "still comes from all",
+            ge=2,
+            null="all",
+        ),
+    ] = None
+    valid_tokens: Annotated[
+        int | None,
+        Setting(
+            "use only the first N tokens of the valid split (quick runs, tests); a --test-file is always whole",
+            ge=2,
+            null="all",
+        ),
+    ] = None
+    train_file: Annotated[
+        str | None,
+        Setting(
+            "your own corpus instead of dataset: plain text, one sentence a line (with valid_file, test_file)",
+            null="the dataset's train split",
+        ),
+    ] = None
+    valid_file: Annotated[
+        str | None, Setting("your own validation text (with train_file or source)", null="the dataset's valid split")
+    ] = None
+    test_file: Annotated[
+        str | None, Setting("your own test text (with train_file or source)", null="the dataset's test split")
+    ] = None
+    source: Annotated[
+        str | None,
+        Setting(
+            "your own corpus as a Hugging Face datasets dataset: hf:PATH_OR_NAME (a save_to_disk folder, a local "
+            ".json/.jsonl/.csv/.parquet/.txt file, or a name in the local datasets cache); splits "
+            "train/validation/test",
+            null="dataset or train_file",
+            rule=Rule(is_source, SOURCE_FORM),
+        ),
+    ] = None
+    text_column: Annotated[str, Setting("the column of source that holds the text")] = "text"
+    tokenizer: Annotated[
+        str,
+        Setting(
+            "word (whitespace), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer, local)",
+            rule=Rule(is_tokenizer, TOKENIZER_FORM),
+        ),
+    ] = "word"
 
     def corpus(self) -> Corpus:
         return Corpus(self.dataset, self.source, self.text_column, self.train_file, self.valid_file,
                       self.test_file, self.tokenizer)  # fmt: skip
 
-    def validate(self) -> None:
-        for k in ("bptt", "batch_size", "eval_batch_size"):
-            if getattr(self, k) < 1:
-                raise ConfigError(f"data.{k}={getattr(self, k)} must be >= 1")
+    def check(self) -> None:
         if self.train_tokens is not None and self.train_tokens < 2 * self.batch_size:
             raise ConfigError(f"data.train_tokens={self.train_tokens} must be >= 2 * data.batch_size")
-        self.validate_corpus()
-
-    def validate_corpus(self) -> None:
-        from embtie.data.user_corpus import check_source, check_tokenizer
-
-        check_tokenizer(self.tokenizer)
-        if self.source is not None:
-            check_source(self.source)
         if self.source is not None and self.train_file is not None:
             raise ConfigError("give data.source=hf:... or data.train_file=PATH, not both")
         if self.train_file is not None and self.valid_file is None:

@@ -22,10 +22,10 @@ import torch
 from embtie.data.files import data_roots, verify
 from embtie.data.pair_batches import BucketedPairs, PairBatch, make_batch
 from embtie.data.parallel_corpora import ParallelText, check_pair, load_parallel, load_user_files, split_files
-from embtie.data.subwords import Subwords
+from embtie.data.subwords import MAX_VOCAB_SIZE, SPECIAL_IDS, Subwords, required_vocab_size
 from embtie.data.vocabs import VOCAB_FILES, learn_vocabs, load_vocabs, save_vocab
 from embtie.data.word_vocab import WordVocab
-from embtie.errors import DataError
+from embtie.errors import ConfigError, DataError
 from embtie.tasks.translation.config import MTDataConfig
 
 Vocab = Subwords | WordVocab
@@ -56,6 +56,23 @@ def check_data(d: MTDataConfig) -> None:
     for split in splits:
         for f in split_files(d.dataset, split, d.tokenizer == "word").values():
             verify(f.path(), f.sha256)
+    check_vocab_size(d)
+
+
+def check_vocab_size(d: MTDataConfig) -> None:
+    """``data.vocab_size`` leaves a subword piece for every distinct character of the training text (which
+    SentencePiece needs); a ConfigError with the valid range otherwise. Word vocabularies have no size."""
+    if d.tokenizer != "bpe":
+        return
+    pt = train_text(d)
+    texts = [pt.src + (pt.ref or [])] if d.vocab == "joint" else [pt.src, pt.ref or []]
+    need = max(required_vocab_size(t) for t in texts)
+    if d.vocab_size < need:
+        raise ConfigError(
+            f"data.vocab_size={d.vocab_size} must be in [{need}, {MAX_VOCAB_SIZE}] for this training text: its "
+            f"subword model needs one piece for each of its {need - SPECIAL_IDS} distinct characters and "
+            f"{SPECIAL_IDS} special ids"
+        )
 
 
 def train_text(d: MTDataConfig) -> ParallelText:

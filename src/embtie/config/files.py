@@ -1,0 +1,98 @@
+"""Config files: the packaged presets (``src/embtie/configs/*.yaml``), YAML files, and ``load_config``,
+which reads one and applies ``key=value`` overrides."""
+
+from __future__ import annotations
+
+import copy
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from embtie.config.run import RunConfig, config_from_dict, parse_override, set_dotted, yaml_kind
+from embtie.errors import ConfigError
+from embtie.schema import did_you_mean
+
+
+def presets_dir() -> Path:
+    """The folder of the packaged presets (``embtie/configs``)."""
+    return Path(str(resources.files("embtie") / "configs"))
+
+
+def preset_names() -> list[str]:
+    d = presets_dir()
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def read_spec(spec: str | Path) -> dict[str, Any]:
+    """The raw dict of a preset name or a YAML file path."""
+    p = Path(spec).expanduser()
+    if p.suffix in (".yaml", ".yml") or p.is_file():
+        if p.is_dir():
+            raise ConfigError(f"config file {p} is a folder; give a YAML file or a preset name")
+        if not p.is_file():
+            raise ConfigError(f"config file {p} does not exist; give a preset name ({', '.join(preset_names())})")
+    else:
+        p = presets_dir() / f"{spec}.yaml"
+        if not p.is_file():
+            raise ConfigError(
+                f"unknown preset {str(spec)!r}{did_you_mean(str(spec), preset_names())}; choose one of: "
+                f"{', '.join(preset_names())} or a .yaml path"
+            )
+    return read_yaml_mapping(p, "config file")
+
+
+def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The mapping a YAML file holds (a config or a run's config.yaml); a ConfigError naming the file when
+    it cannot be read, is not UTF-8 text, is not valid YAML, is empty, or holds something else."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read {what} {p}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{what} {p} is not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}); save it as UTF-8 YAML"
+        ) from None
+    if "\x00" in text:
+        raise ConfigError(f"{what} {p} is a binary file, not YAML text")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)  # foreign: a yaml.YAMLError (marked ones have it)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]  # foreign: a yaml.YAMLError
+        raise ConfigError(f"{what} {p} is not valid YAML{where}: {problem}") from None
+    if raw is None:
+        raise ConfigError(f"{what} {p} is empty; it must hold a mapping with task, data, model, sharing, train")
+    if not isinstance(raw, dict):
+        hint = " (write `key: value` lines, not `- item` lines)" if isinstance(raw, list) else ""
+        raise ConfigError(
+            f"{what} {p} holds a {yaml_kind(raw)}, not a mapping with task, data, model, sharing, train{hint}"
+        )
+    return raw
+
+
+def load_config(spec: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Preset name or YAML path + ``key=value`` overrides -> validated RunConfig."""
+    raw = read_spec(spec)
+    file_raw = copy.deepcopy(raw)
+    for o in overrides or []:
+        k, v = parse_override(o)
+        set_dotted(raw, k, v)
+    try:
+        return config_from_dict(raw)
+    except ConfigError as e:
+        if spec in preset_names():
+            raise
+        try:  # the error is the file's own when the file alone gives it too: name the file
+            config_from_dict(file_raw)
+        except ConfigError as alone:
+            if str(alone) == str(e):
+                raise ConfigError(f"{Path(spec).expanduser()}: {e}") from None
+        except Exception:
+            pass
+        raise

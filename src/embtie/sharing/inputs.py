@@ -1,0 +1,81 @@
+"""The checks at the boundary of a strategy's Python API (``embed``, ``logits``, ``loss``): one-line
+errors for inputs of the wrong kind, shape or device, raised before any kernel sees them.
+
+They cost a few attribute reads per call (no host sync): the dtype, shape and device of each input. Id
+ranges are checked on the CPU, where a min/max is cheap; on a GPU that check needs a host sync, so it
+runs only when ``CHECK_RANGES_ON_DEVICE`` is set (``EMBTIE_CHECK_RANGES=1`` in the environment, or the
+module attribute) — otherwise the device's own kernel asserts on an id out of range.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import Tensor
+
+from embtie.errors import DataError, EmbtieError
+
+CHECK_RANGES_ON_DEVICE = os.environ.get("EMBTIE_CHECK_RANGES", "") == "1"
+"""check the range of token ids and targets on accelerators too (one host sync per call)."""
+
+
+class InputTypeError(EmbtieError, TypeError):
+    """An input of the wrong type or dtype (float token ids, integer hidden states, a list)."""
+
+
+class InputValueError(EmbtieError, ValueError):
+    """An input of the wrong shape or on the wrong device."""
+
+
+def _tensor(x: object, what: str, kind: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise InputTypeError(f"{what} must be a torch.Tensor of {kind}, not {type(x).__name__}")
+    return x
+
+
+def _same_device(x: Tensor, device: torch.device, what: str, other: str) -> None:
+    if x.device != device:
+        raise InputValueError(
+            f"{what} are on {x.device} but {other} on {device}; move them there first (.to({str(device)!r}))"
+        )
+
+
+def ranges_checked(x: Tensor) -> bool:
+    """Whether the id range of ``x`` is checked here (on the CPU always; elsewhere with the flag)."""
+    return x.device.type == "cpu" or CHECK_RANGES_ON_DEVICE
+
+
+def check_ids(ids: object, vocab_size: int, device: torch.device) -> Tensor:
+    """Token ids for ``embed``: an integer tensor on ``device`` (the strategy's), each in [0, V)."""
+    t = _tensor(ids, "token ids", "integers (torch.long)")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise InputTypeError(f"token ids must be integers (torch.long), not {t.dtype}")
+    _same_device(t, device, "token ids", "the strategy's weights are")
+    if t.numel() and ranges_checked(t):
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or hi >= vocab_size:
+            raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {vocab_size})")
+    return t
+
+
+def check_hidden(h: object, dim: int, device: torch.device) -> Tensor:
+    """Hidden states for ``logits``/``loss``: a floating tensor (..., dim) on ``device`` (the strategy's)."""
+    t = _tensor(h, "hidden states", "floating-point numbers")
+    if not t.is_floating_point():
+        raise InputTypeError(f"hidden states must be floating point (e.g. torch.float32), not {t.dtype}")
+    if t.dim() == 0 or t.shape[-1] != dim:
+        raise InputValueError(f"hidden states {tuple(t.shape)} must end in the strategy's dim={dim}")
+    _same_device(t, device, "hidden states", "the strategy's weights are")
+    return t
+
+
+def check_targets(targets: object, x: Tensor) -> Tensor:
+    """Targets for ``loss``: an integer tensor with the leading shape of ``x`` (..., d), on its device."""
+    t = _tensor(targets, "targets", "integer token ids")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise InputTypeError(f"targets must be integer token ids (torch.long), not {t.dtype}")
+    if x.shape[:-1] != t.shape:
+        raise InputValueError(f"hidden states {tuple(x.shape)} and targets {tuple(t.shape)} do not match")
+    _same_device(t, x.device, "targets", "the hidden states are")
+    return t
