@@ -60,6 +60,8 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{d.name}: {d.title}")
         print(f"  splits: {', '.join(d.splits)}; {size}; licence: {d.licence}")
         print(f"  here: {here}" + (f"; missing: {', '.join(missing)} (embtie data get {d.name})" if missing else ""))
+        for note in d.notes:
+            print(f"  note: {note}")
     return 0
 
 

@@ -158,8 +158,9 @@ FLICKR8K = Dataset(
         ),
     ),
     notes=(
-        "images (217 MB, 224x224) are not fetched: see ../shared/data/flickr8k/SOURCE.md, then "
-        "`embtie prepare-captions --images DIR`",
+        "images (217 MB, 224x224) are not fetched: all 8,091 are in the public repository "
+        "RlNZLER/Image-Text-Matching at commit 56a15d913c3f290e2ee896386ece6076c1eea02e, folder data/images/; put "
+        "them in a folder DIR, then `embtie prepare-captions --images DIR`",
     ),
 )
 
