@@ -6,7 +6,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# the data root: ../shared/data beside the checkout when it exists (else embtie's own order: the user cache)
+ifneq ($(wildcard $(CURDIR)/../shared/data),)
 export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
+endif
 
 .PHONY: run test test-slow lint typecheck bench venv clean
 

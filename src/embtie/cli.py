@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "analyze",
     "hf-compare": "hf_compare",
     "export": "export",
+    "data": "data",
     "config": "config",
 }
 

@@ -17,7 +17,7 @@ import torch
 from scipy import stats
 from torch import Tensor
 
-from embtie.data.files import DataFile, data_root, read_lines
+from embtie.data.files import DataFile, read_lines
 from embtie.errors import DataError
 
 BENCHMARKS: dict[str, DataFile] = {
@@ -62,7 +62,7 @@ def load_benchmark(name: str, root: Path | None = None) -> list[Pair]:
     if name not in BENCHMARKS:
         raise DataError(f"unknown word-similarity benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}")
     f = BENCHMARKS[name]
-    path = f.path(root or data_root())
+    path = f.path(root)
     return parse_pairs(read_lines(path, f.sha256), str(path))
 
 

@@ -35,13 +35,13 @@ def number_arg(tp: type[int] | type[float], flag: str, **limits: Any) -> Callabl
     return read
 
 
-def path_arg(flag: str) -> Callable[[str], str]:
-    """argparse ``type=`` for a file or folder path: an empty one (``--out ''``, which would mean the current
-    folder) is refused."""
+def path_arg(flag: str, example: str = "runs/my-run") -> Callable[[str], str]:
+    """argparse ``type=`` for a file or folder path (or a URL): an empty one (``--out ''``, which would mean the
+    current folder) is refused, naming ``example``."""
 
     def read(text: str) -> str:
         if not text.strip():
-            raise argparse.ArgumentTypeError(f"{flag} {text!r} is empty; give a path, e.g. {flag} runs/my-run")
+            raise argparse.ArgumentTypeError(f"{flag} {text!r} is empty; give a path, e.g. {flag} {example}")
         return text
 
     read.__name__ = "path"

@@ -10,7 +10,10 @@ when --checkpoint is given).
 Captioning runs (tasks that are ``Captions``): ``embtie eval RUN_DIR --split valid`` captions every
 image of the split (``--beam``) and reports BLEU-1..4, METEOR, ROUGE-L, CIDEr, vocabulary usage and the
 rare-word share; ``--split test --test-file CAPTIONS`` scores the test images against a captions file
-(``IMAGE#k<TAB>caption``; the Flickr8k test captions are held out). Captions go to RUN_DIR/hyps.<split>.txt.
+(``IMAGE#k<TAB>caption``). Captions go to RUN_DIR/hyps.<split>.txt.
+
+``--split test`` without a file of one's own reads the dataset's test split by name (``embtie data get NAME
+--split test`` brings it; without it, one line says so).
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ DESCRIPTION = HELP
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument(
-        "--split", choices=("valid", "test"), default=None, help="default: valid (test with --test-file)"
-    )
+        "--split", choices=("valid", "test"), default=None,
+        help="default: valid (test with --test-file/--src-file); test: the dataset's test split (embtie data get)",
+    )  # fmt: skip
     parser.add_argument(
         "--test-file",
         type=path_arg("--test-file"),
         metavar="PATH",
-        help="text file to evaluate (test splits are not shipped)",
+        help="your own text file to evaluate instead of a split",
     )
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
     parser.add_argument(
@@ -71,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def result_name(split: str, user_file: str | None) -> str:
     """What a result is called in eval.json, in hyps.<name>.txt and on screen: the split; a user's file
     evaluated in place of the validation split is named by the file (``file:NAME``), never ``valid``.
-    (A user's file is the test split by default: the test splits are not shipped.)"""
+    (A user's file without ``--split`` stands for the test split.)"""
     if user_file is None or split == "test":
         return split
     return f"file:{Path(user_file).name}"
@@ -150,7 +154,29 @@ def _check_inputs(args: argparse.Namespace) -> bool:
         read_user_text(args.test_file, "--test-file")
     if args.src_file:
         load_user_files(args.src_file, args.ref_file, "--src-file", "--ref-file")
+    if args.split == "test" and not (args.test_file or args.src_file):
+        require_test_split(cfg, translation, issubclass(task, Captions))
     return translation
+
+
+def require_test_split(cfg, translation: bool, captions: bool) -> None:
+    """The configured dataset's test split is here; else one line naming the ``embtie data get`` that brings
+    it (and the option for one's own file). Runs on user corpora read their test file themselves."""
+    if translation:
+        from embtie.data.parallel_corpora import split_files
+
+        if cfg.data.own_files("test") is None:
+            split_files(cfg.data.dataset, "test", cfg.data.tokenizer == "word")
+    elif captions:
+        if cfg.data.captions_file is None:
+            from embtie.data.caption_corpus import FLICKR8K_TEST_CAPTIONS
+            from embtie.data.files import require
+
+            require([FLICKR8K_TEST_CAPTIONS], "flickr8k", "test", "give your own captions with --test-file CAPTIONS")
+    elif not cfg.data.corpus().own:  # a user's corpus names its test file itself (or --test-file)
+        from embtie.data.lm_corpora import split_file
+
+        split_file(cfg.data.dataset, "test")
 
 
 def _save(run_dir: Path, key: str, res: dict) -> None:

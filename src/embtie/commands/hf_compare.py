@@ -6,11 +6,12 @@ import argparse
 
 from embtie.commands.common import number_arg, path_arg
 
-HELP = "train a small Hugging Face model with several sharing strategies on PTB and compare perplexity"
+HELP = "train a small Hugging Face model with several sharing strategies on PTB (or your corpus) and compare perplexity"
 DESCRIPTION = (
     "Build a transformers causal LM from MODEL_CONFIG (a packaged name, gpt2-tiny or llama-tiny, or the path "
     "of a transformers config JSON), apply each "
-    "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB, and write "
+    "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB (or your own corpus: "
+    "--train-file/--valid-file or --source hf:PATH, cut by --tokenizer), and write "
     "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
 )
 
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset", choices=["ptb", "wikitext-2"], default="ptb", help="ptb or wikitext-2 (default ptb)"
     )
+    _add_corpus_arguments(parser)
     parser.add_argument(
         "--block", type=number_arg(int, "--block", ge=1), default=64, help="tokens per example (default 64)"
     )
@@ -80,6 +82,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-models", action="store_true", help="save each trained model (embtie.hf.load)")
 
 
+def _add_corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """Your own corpus instead of --dataset, and the tokenizer that cuts it."""
+    parser.add_argument(
+        "--train-file",
+        type=path_arg("--train-file"),
+        metavar="PATH",
+        help="your own training text (one sentence a line)",
+    )
+    parser.add_argument(
+        "--valid-file",
+        type=path_arg("--valid-file"),
+        metavar="PATH",
+        help="your own validation text (with --train-file)",
+    )
+    parser.add_argument("--source", metavar="hf:PATH_OR_NAME", help="your own corpus as a datasets dataset")
+    parser.add_argument("--text-column", default="text", help="the text column of --source (default text)")
+    parser.add_argument(
+        "--tokenizer", default="word", metavar="SPEC",
+        help="word (default), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a local Hugging Face tokenizer)",
+    )  # fmt: skip
+
+
 def parse_options(items: list[str]) -> dict[str, dict]:
     """["fixed.logit_scale=learned", ...] -> {"fixed": {"logit_scale": "learned"}} (values read by
     ``embtie.schema.parse_scalar``, as ``key=value`` overrides are: ``fixed.z_loss=1e-4`` is a number)."""
@@ -100,13 +124,17 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
+    from embtie.tasks.lm.config import LMDataConfig
 
+    data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
+                        source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
+    corpus = data.corpus()
     cfg = HFCompareConfig(
         model_config=args.model_config,
         strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
         options=parse_options(args.option),
         out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
-        dataset=args.dataset,
+        dataset=corpus if corpus.own or corpus.tokenizer != "word" else args.dataset,
         steps=args.steps,
         block=args.block,
         batch_size=args.batch_size,

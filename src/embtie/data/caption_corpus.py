@@ -3,7 +3,8 @@
 - Captions file (``Flickr8k.token.txt``): one ``IMAGE#k<TAB>caption`` per line (k: the caption's
   number, 0-4 in Flickr8k).
 - Split lists (``Flickr_8k.{train,dev,test}Images.txt``): one image file name per line. The test
-  images' captions are held out: a test evaluation takes a captions file the user supplies.
+  images' captions are a file of their own (``Flickr8k.test.token.txt``, ``embtie data get flickr8k --split
+  test``); a test evaluation may take a captions file the user supplies instead.
 - Tokenization (Shalev et al.'s "basic tokenization"): lowercase, words of letters and digits
   (``[a-z0-9]+``, so "dog's" -> "dog s" and punctuation goes); the vocabulary keeps the training words
   seen at least ``min_count`` times (5 in the paper), the rest are ``<unk>`` (``WordVocab``).
@@ -14,13 +15,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from embtie.data.files import DataFile, data_root, read_lines, user_file
+from embtie.data.files import DataFile, read_lines, require, user_file
 from embtie.errors import DataError
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 FLICKR8K_CAPTIONS = DataFile(
     "flickr8k/Flickr8k.token.txt", "179906e897e808c52e32315f821f852225d8f793cc2608552f7fa2ff825ecb5a"
+)
+FLICKR8K_TEST_CAPTIONS = DataFile(
+    "flickr8k/Flickr8k.test.token.txt", "a9f0f2ef354cb51e42eda70598b37df6433ff68380ff26c7dd038da8e01e4c20"
 )
 FLICKR8K_SPLITS = {
     "train": DataFile(
@@ -59,10 +63,17 @@ def parse_captions(lines: list[str], where: str) -> dict[str, list[str]]:
 def read_captions(path: str | Path | None = None, what: str = "captions file") -> dict[str, list[str]]:
     """The captions of a user file (``path``), or of the shipped Flickr8k file (checksum verified)."""
     if path is None:
-        return parse_captions(read_lines(FLICKR8K_CAPTIONS.path(data_root()), FLICKR8K_CAPTIONS.sha256),
+        return parse_captions(read_lines(FLICKR8K_CAPTIONS.path(), FLICKR8K_CAPTIONS.sha256),
                               str(FLICKR8K_CAPTIONS.path()))  # fmt: skip
     p = user_file(path, what)
     return parse_captions(read_lines(p), f"{what} {p}")
+
+
+def read_test_captions() -> dict[str, list[str]]:
+    """The captions of the Flickr8k test images (a one-line error naming ``embtie data get`` when absent)."""
+    require([FLICKR8K_TEST_CAPTIONS], "flickr8k", "test", "give your own captions with --test-file CAPTIONS")
+    path = FLICKR8K_TEST_CAPTIONS.path()
+    return parse_captions(read_lines(path, FLICKR8K_TEST_CAPTIONS.sha256), str(path))
 
 
 def read_split(split: str, path: str | Path | None = None) -> list[str]:
@@ -74,7 +85,7 @@ def read_split(split: str, path: str | Path | None = None) -> list[str]:
         if split not in FLICKR8K_SPLITS:
             raise DataError(f"unknown split {split!r}; choose one of: {', '.join(FLICKR8K_SPLITS)}")
         f = FLICKR8K_SPLITS[split]
-        names = [line.strip() for line in read_lines(f.path(data_root()), f.sha256) if line.strip()]
+        names = [line.strip() for line in read_lines(f.path(), f.sha256) if line.strip()]
     if not names:
         raise DataError(f"the {split} image list {path or FLICKR8K_SPLITS[split].path()} is empty")
     return names

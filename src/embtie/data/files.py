@@ -1,7 +1,9 @@
 """Where datasets live, and reading them safely: checksums verified, missing files named clearly.
 
 The data root is ``$EMBTIE_DATA`` when set, else ``../shared/data`` next to the repository checkout
-(the layout of this project's machines), else ``./data``.
+(the layout of this project's machines) when it exists, else the user cache (``user_data_cache``).
+A file is read from the data root, or from the user cache when the root lacks it (``embtie data get``
+writes there when the data root is read-only, e.g. the test splits beside a shared copy).
 """
 
 from __future__ import annotations
@@ -18,18 +20,45 @@ from embtie.errors import DataError
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
+def user_data_cache() -> Path:
+    """``$EMBTIE_CACHE/data`` when EMBTIE_CACHE is set, else the user cache folder (platformdirs:
+    ``~/.cache/embtie/data`` on Linux, ``$XDG_CACHE_HOME/embtie/data`` when that is set)."""
+    env = os.environ.get("EMBTIE_CACHE")
+    if env:
+        return Path(env).expanduser() / "data"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("embtie")) / "data"
+
+
+def shared_data_root() -> Path:
+    """``../shared/data`` beside the repository checkout (it may not exist)."""
+    return _REPO_ROOT.parent / "shared" / "data"
+
+
 def data_root() -> Path:
-    """The folder that holds ptb/, wikitext-2/, multi30k/, iwslt14/, wordsim/."""
+    """The folder that holds ptb/, wikitext-2/, multi30k/, iwslt14/, wordsim/: ``$EMBTIE_DATA``, else
+    ``../shared/data`` when it exists, else the user cache (which may not exist yet)."""
     env = os.environ.get("EMBTIE_DATA")
     if env:
         root = Path(env).expanduser()
         if not root.is_dir():
             raise DataError(f"EMBTIE_DATA={env} is not a folder; point it at the folder holding ptb/, multi30k/, ...")
         return root
-    for cand in (_REPO_ROOT.parent / "shared" / "data", Path.cwd() / "data"):
-        if cand.is_dir():
-            return cand
-    raise DataError("no data root found; set EMBTIE_DATA to the folder holding ptb/, wikitext-2/, multi30k/, ...")
+    shared = shared_data_root()
+    return shared if shared.is_dir() else user_data_cache()
+
+
+def data_roots() -> list[Path]:
+    """Where files are looked for, in order: the data root, then the user cache."""
+    root, cache = data_root(), user_data_cache()
+    return [root] if cache == root else [root, cache]
+
+
+def locate(relpath: str) -> Path:
+    """The file ``relpath`` in the first of ``data_roots()`` that holds it (else where the data root would)."""
+    roots = data_roots()
+    return next((r / relpath for r in roots if (r / relpath).is_file()), roots[0] / relpath)
 
 
 @dataclass(frozen=True)
@@ -40,7 +69,8 @@ class DataFile:
     sha256: str | None = None
 
     def path(self, root: Path | None = None) -> Path:
-        return (root or data_root()) / self.relpath
+        """The file under ``root``, or where ``locate`` finds it."""
+        return root / self.relpath if root is not None else locate(self.relpath)
 
 
 _VERIFIED: set[tuple[str, int, float]] = set()
@@ -57,7 +87,7 @@ def sha256_of(path: Path) -> str:
 def verify(path: Path, sha256: str | None) -> None:
     """Raise DataError if ``path`` is missing or its sha256 differs (verified once per process)."""
     if not path.is_file():
-        raise DataError(f"missing data file {path}; check EMBTIE_DATA (now {data_root_hint()})")
+        raise DataError(f"missing data file {path}; {missing_hint(path)}")
     if sha256 is None:
         return
     st = path.stat()
@@ -75,6 +105,37 @@ def verify(path: Path, sha256: str | None) -> None:
 
 def data_root_hint() -> str:
     return os.environ.get("EMBTIE_DATA", "unset")
+
+
+def missing_hint(path: Path) -> str:
+    """How to bring a missing dataset file: the ``embtie data get`` that makes it, and where files are read."""
+    from embtie.data.catalogue import get_command
+
+    where = f"check EMBTIE_DATA (now {data_root_hint()})"
+    for root in data_roots():
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            continue
+        command = get_command(rel)
+        if command is not None:
+            return f"bring it with `{command}` ({where})"
+    return where
+
+
+def require(files: list[DataFile], dataset: str, split: str, own: str) -> None:
+    """A DataError when a file of ``dataset``'s ``split`` is not here: it names the file, the ``embtie data
+    get`` that brings it, and ``own``, the way to give one's own data instead."""
+    from embtie.data.catalogue import get_command
+
+    for f in files:
+        path = f.path()
+        if not path.is_file():
+            command = get_command(f.relpath) or f"embtie data get {dataset}"
+            raise DataError(
+                f"missing data file {path}: split {split!r} of {dataset} is not available here; bring it with "
+                f"`{command}` (EMBTIE_DATA now {data_root_hint()}), or {own}"
+            )
 
 
 def decode_utf8(data: bytes, what: str) -> str:

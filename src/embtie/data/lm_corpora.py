@@ -1,4 +1,4 @@
-"""Word-level language-modelling corpora (PTB, WikiText-2) and their vocabulary."""
+"""Language-modelling corpora (PTB, WikiText-2, or the user's own: ``Corpus``) and their vocabulary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from embtie.data.files import DataFile, data_root, read_text, read_user_text
+from embtie.data.files import DataFile, read_text, read_user_text, require
 from embtie.errors import DataError
 
 EOS = "<eos>"
@@ -18,12 +18,14 @@ LM_DATASETS: dict[str, dict[str, DataFile]] = {
     "ptb": {
         "train": DataFile("ptb/ptb.train.txt.gz", "270e0c1de69c076ee9be3fb389e0a6a3c849a03664d9a05550c6a98afd63bf4e"),
         "valid": DataFile("ptb/ptb.valid.txt", "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2"),
+        "test": DataFile("ptb/ptb.test.txt", "dd65dff31e70846b2a6030a87482edcd5d199130cdcfa1f3dccbb033728deee0"),
     },
     "wikitext-2": {
         "train": DataFile(
             "wikitext-2/train.txt.gz", "0c202e0b5d919429261b7291d9b5998f0db680c0a6700c0ff2a886d0abe055d4"
         ),
         "valid": DataFile("wikitext-2/valid.txt", "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8"),
+        "test": DataFile("wikitext-2/test.txt", "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0"),
     },
 }
 
@@ -68,6 +70,13 @@ class Vocab:
             ids.append(i)
         return torch.tensor(ids, dtype=torch.long)
 
+    @classmethod
+    def of_corpus(cls, tokens: list[str]) -> Vocab:
+        """``from_tokens``, with ``<unk>`` (count 0, last) added when the text has none: a user's corpus
+        has words in valid/test that train lacks (PTB and WikiText-2 carry ``<unk>`` in their text)."""
+        v = cls.from_tokens(tokens)
+        return v if UNK in v.stoi else cls([*v.itos, UNK], [*v.counts, 0])
+
     def to_json(self) -> dict:
         return {"itos": self.itos, "counts": self.counts}
 
@@ -86,13 +95,87 @@ def split_file(dataset: str, split: str) -> DataFile:
             f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
             "pass your own file with --test-file PATH"
         )
+    own = "pass your own file with --test-file PATH" if split == "test" else "set EMBTIE_DATA to the folder holding it"
+    require([files[split]], dataset, split, own)
     return files[split]
 
 
 def load_tokens(dataset: str, split: str, path: str | Path | None = None, root: Path | None = None) -> list[str]:
-    """Tokens of a split (with ``<eos>``), from the data root (``root``, default ``data_root()``), or from a
-    user file when ``path`` is given."""
+    """Tokens of a split (with ``<eos>``), from ``root`` (default: the data root, or the user cache when the
+    root lacks the file; ``embtie.data.files.locate``), or from a user file when ``path`` is given."""
     if path is not None:
         return tokenize_lines(read_user_text(path, f"{split} file"))
     f = split_file(dataset, split)
-    return tokenize_lines(read_text(f.path(root or data_root()), f.sha256))
+    return tokenize_lines(read_text(f.path(root), f.sha256))
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Where a language model's text comes from and how its lines become tokens: a dataset of the
+    catalogue (``dataset``), or the user's own text files (``train_file``, ...) or datasets dataset
+    (``source: hf:...``, ``text_column``), cut by ``tokenizer`` (``embtie.data.user_corpus``)."""
+
+    dataset: str = "ptb"
+    source: str | None = None
+    text_column: str = "text"
+    train_file: str | None = None
+    valid_file: str | None = None
+    test_file: str | None = None
+    tokenizer: str = "word"
+
+    @property
+    def own(self) -> bool:
+        """The user's corpus (else the catalogue's ``dataset``)."""
+        return self.source is not None or self.train_file is not None
+
+    @property
+    def name(self) -> str:
+        return self.source or self.train_file or self.dataset if self.own else self.dataset
+
+    def __str__(self) -> str:
+        return self.name if self.tokenizer == "word" else f"{self.name} ({self.tokenizer})"
+
+    def file_of(self, split: str) -> str | None:
+        return {"train": self.train_file, "valid": self.valid_file, "test": self.test_file}.get(split)
+
+
+def corpus_lines(corpus: Corpus, split: str) -> list[str]:
+    """The text lines of ``split`` of the user's corpus (a file of that split wins over ``source``)."""
+    from embtie.data.user_corpus import hf_texts
+
+    path = corpus.file_of(split)
+    if path is not None:
+        return read_user_text(path, f"data.{split}_file").split("\n")
+    if corpus.source is not None:
+        return hf_texts(corpus.source, split, corpus.text_column)
+    own = "--test-file PATH or data.test_file=PATH" if split == "test" else f"data.{split}_file=PATH"
+    raise DataError(f"your corpus has no {split} split: give {own}")
+
+
+def tokenize_with(lines: list[str], tokenizer: str) -> list[str]:
+    """Tokens of each line, ``<eos>`` after every line (a trailing empty line of a file adds none)."""
+    from embtie.data.user_corpus import tokenizer as make
+
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    cut = make(tokenizer)
+    out: list[str] = []
+    for line in lines:
+        out.extend(cut(line))
+        out.append(EOS)
+    return out
+
+
+def load_corpus_tokens(corpus: Corpus, split: str, path: str | Path | None = None) -> list[str]:
+    """Tokens of ``split`` of ``corpus`` (or of a user file ``path``, e.g. ``--test-file``), by its tokenizer."""
+    if path is not None:
+        return tokenize_with(read_user_text(path, f"{split} file").split("\n"), corpus.tokenizer)
+    if not corpus.own:
+        if corpus.tokenizer == "word":
+            return load_tokens(corpus.dataset, split)
+        f = split_file(corpus.dataset, split)
+        return tokenize_with(read_text(f.path(), f.sha256).split("\n"), corpus.tokenizer)
+    tokens = tokenize_with(corpus_lines(corpus, split), corpus.tokenizer)
+    if len(tokens) < 2:
+        raise DataError(f"the {split} split of {corpus.name} holds no text; give a corpus with one sentence a line")
+    return tokens

@@ -1,5 +1,6 @@
-"""Parallel corpora for translation: Multi30k task 1 (De<->En) and IWSLT14 De-En (valid only), as cased
-untokenized text (subword runs) or tokenized lowercased text (word-level runs).
+"""Parallel corpora for translation: Multi30k task 1 (De<->En), IWSLT14 De-En, WMT16 and WMT14 En-De, as cased
+untokenized text (subword runs; Multi30k) or tokenized text (word-level runs; the others are tokenized only).
+Files missing here are brought by ``embtie data get NAME`` (the error names it).
 
 Files are read from the data root with their checksums verified; a test set the user supplies
 (``--src-file`` / ``--ref-file``) is read as plain text, one sentence per line.
@@ -10,8 +11,47 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from embtie.data.files import DataFile, data_root, read_lines, read_user_lines
+from embtie.data.files import DataFile, read_lines, read_user_lines, require
 from embtie.errors import DataError
+
+
+def _tok(dataset: str, split: str, lang: str, sha256: str | None) -> DataFile:
+    return DataFile(f"{dataset}/tok/{split}.{lang}", sha256)
+
+
+def _multi30k(stem: str, shas: dict[str, str], tokenized: bool) -> dict[str, DataFile]:
+    form = "tok/{stem}.lc.norm.tok.{lang}" if tokenized else "raw/{stem}.{lang}.gz"
+    return {lang: DataFile("multi30k/" + form.format(stem=stem, lang=lang), sha) for lang, sha in shas.items()}
+
+
+# Multi30k's test sets (embtie data get multi30k --split test ...): raw and tokenized files' sha256 by language.
+_MULTI30K_TESTS = {
+    "test": ("test_2016_flickr", {"de": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+                                  "en": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"},
+             {"de": "c6a33d39d48f9f510de147651316cd9d918e09ad0219df734a2f16b6baccacc4",
+              "en": "5b7f32627cf99eced828311b955dae9800bb52bc8b91cf8b6526829e605b29d2"}),
+    "test2017": ("test_2017_flickr", {"de": "a2c89666db00c495cd8513b9d708d5a3acc205d7de312ef2bf5fb7ebc1540aee",
+                                      "en": "76a444ee25172e72695cddb13ae4a3bda59430617be88e0bb46b60504f054074"},
+                 {"de": "02067e4a9402786a4fcb8c1b6f4307e4a5073ced64800abead5273b54f5f31f6",
+                  "en": "c9d1dfd7a26add989382e534af235af9f0f658b2a30e7eb0efdaf142496ee54f"}),
+    "test2017-mscoco": ("test_2017_mscoco", {"de": "799e4854c25d601cb6cb6be29eabe5667734c61ace2f495e03e429031a0bc338",
+                                             "en": "aab300bfb4427697987e02cd0aacd44bfe8aa50456231b6474c08038bbed2b58"},
+                        {"de": "e2825990b8a4e5289d2cdba801d57c187810bab9b4f5d87a30c35800a0d871b6",
+                         "en": "fe69ae004d71c42ead0301e70c57de5b1b6b5fb7f52210d42b22801e98e656f3"}),
+    "test2018": ("test_2018_flickr", {"de": "ddd0130c7d97482dc5197a02141dae8dd79f20f03586c480d675c09a32daf608",
+                                      "en": "ef4f4844037d4c5dea75c9a8ed5fd78905967a26f67c255e230cc9780032654d"},
+                 {"de": "45ce6b121708adf538d3a8c71dc1acbcb1e0f2bca74ace8e58652f9ea5b96335",
+                  "en": "a66e25cbb8323d74a40873dcd222659f39e30ee7687a6ed5445833aed0673239"}),
+}  # fmt: skip
+
+_SPLITS = ("train", "valid", "test")
+_IWSLT14_SHAS: dict[str, dict[str, str | None]] = {
+    "train": {"de": None, "en": None},  # pinned by git blob id (embtie data verify)
+    "valid": {"de": "3f051579c9d8c7281a6ea8c72ad4ae09dbaa9bb24dfd41166f2c3a3df7cd940a",
+              "en": "e6d7317a9772cd1ed970910c611e9e7dada1f34439269b44a9d801334bff948d"},
+    "test": {"de": "e718c783e33160b7d72af8f733756a466e0d0c016eff8ab624c1b0d1d01cbbdf",
+             "en": "4b127beb9050511a3e6209cd837ff36f623a3a423666b32aba6e208b7330cf4c"},
+}  # fmt: skip
 
 MT_DATASETS: dict[str, dict[str, dict[str, DataFile]]] = {
     # Truecased, untokenized text (the repository's raw/ files, gzipped as published).
@@ -32,13 +72,17 @@ MT_DATASETS: dict[str, dict[str, dict[str, DataFile]]] = {
                 "multi30k/raw/val.en.gz", "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28"
             ),
         },
+        **{split: _multi30k(stem, raw, False) for split, (stem, raw, _) in _MULTI30K_TESTS.items()},
     },
-    # fairseq's prepare-iwslt14.sh output before BPE: Moses-tokenized, lowercased. Only valid is here.
+    # fairseq's prepare-iwslt14.sh output before BPE (tok/): Moses-tokenized, lowercased.
     "iwslt14": {
-        "valid": {
-            "de": DataFile("iwslt14/tok/valid.de", "3f051579c9d8c7281a6ea8c72ad4ae09dbaa9bb24dfd41166f2c3a3df7cd940a"),
-            "en": DataFile("iwslt14/tok/valid.en", "e6d7317a9772cd1ed970910c611e9e7dada1f34439269b44a9d801334bff948d"),
-        },
+        split: {lang: _tok("iwslt14", split, lang, sha) for lang, sha in shas.items()}
+        for split, shas in _IWSLT14_SHAS.items()
+    },
+    # the papers' WMT preparations (embtie data get wmt16 / wmt14): Moses-tokenized, cased; not pinned here.
+    **{
+        name: {split: {lang: _tok(name, split, lang, None) for lang in ("de", "en")} for split in _SPLITS}
+        for name in ("wmt16", "wmt14")
     },
 }
 
@@ -62,8 +106,10 @@ MT_TOKENIZED: dict[str, dict[str, dict[str, DataFile]]] = {
                 "multi30k/tok/val.lc.norm.tok.en", "46573ce391ae227f1c72f873392436a20ef18e0a6d518098cfbd70b77c8572ec"
             ),
         },
+        **{split: _multi30k(stem, tok, True) for split, (stem, _, tok) in _MULTI30K_TESTS.items()},
     },
-    "iwslt14": MT_DATASETS["iwslt14"],  # already tokenized and lowercased
+    # already tokenized (and lowercased: iwslt14)
+    **{name: MT_DATASETS[name] for name in ("iwslt14", "wmt16", "wmt14")},
 }
 
 LANGS = ("de", "en")
@@ -94,22 +140,20 @@ def split_files(dataset: str, split: str, tokenized: bool = False) -> dict[str, 
     if dataset not in MT_DATASETS:
         raise DataError(f"unknown translation dataset {dataset!r}; choose one of: {', '.join(MT_DATASETS)}")
     files = (MT_TOKENIZED if tokenized else MT_DATASETS)[dataset]
+    own = {
+        "train": "give your own with data.train_src_file=PATH data.train_tgt_file=PATH",
+        "valid": "set EMBTIE_DATA to the folder holding it",
+    }.get(split, "pass your own test set with --src-file S --ref-file R")
     if split not in files:
-        raise DataError(
-            f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); "
-            + (
-                "give your own with data.train_src_file=PATH data.train_tgt_file=PATH"
-                if split == "train"
-                else "pass your own test set with --src-file S --ref-file R"
-            )
-        )
+        raise DataError(f"split {split!r} of {dataset} is not available here (only {', '.join(files)}); {own}")
+    require(list(files[split].values()), dataset, split, own)
     return files[split]
 
 
 def read_side(dataset: str, split: str, lang: str, root: Path | None = None, tokenized: bool = False) -> list[str]:
     """Sentences of one language of a split, checksum verified."""
     f = split_files(dataset, split, tokenized)[lang]
-    return read_lines(f.path(root or data_root()), f.sha256)
+    return read_lines(f.path(root), f.sha256)
 
 
 def load_parallel(

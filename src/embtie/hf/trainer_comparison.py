@@ -21,7 +21,7 @@ import torch
 from embtie import sharing as catalogue
 from embtie.analysis.param_counts import count_parameters
 from embtie.config import did_you_mean
-from embtie.data.lm_corpora import EOS
+from embtie.data.lm_corpora import EOS, Corpus
 from embtie.errors import ConfigError, DataError
 from embtie.hf._require import require_transformers
 from embtie.hf.lm_data import lm_datasets
@@ -39,7 +39,8 @@ class HFCompareConfig:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """strategy name -> options for ``embtie.hf.apply`` (e.g. {"fixed": {"logit_scale": "learned"}})."""
     out: str = "runs/hf-compare"
-    dataset: str = "ptb"
+    dataset: str | Corpus = "ptb"
+    """a catalogue dataset (ptb, wikitext-2) or the user's corpus and tokenizer."""
     steps: int = 300
     block: int = 64
     """tokens per training example (each block of block+1 tokens predicts block tokens)."""

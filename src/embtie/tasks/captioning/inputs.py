@@ -14,7 +14,7 @@ from pathlib import Path
 from torch import Tensor
 
 from embtie.data import caption_corpus as capdata
-from embtie.data.files import data_root, verify
+from embtie.data.files import verify
 from embtie.data.image_features import cached_names, load_features
 from embtie.data.word_vocab import WordVocab
 from embtie.errors import ConfigError, DataError
@@ -32,9 +32,8 @@ def split_names(d: CaptionDataConfig, split: str) -> list[str]:
 
 def check_data(d: CaptionDataConfig) -> None:
     """The captions file is intact and every train/valid image has cached features."""
-    root = data_root()
     if d.captions_file is None:
-        verify(capdata.FLICKR8K_CAPTIONS.path(root), capdata.FLICKR8K_CAPTIONS.sha256)
+        verify(capdata.FLICKR8K_CAPTIONS.path(), capdata.FLICKR8K_CAPTIONS.sha256)
     names = [n for s in ("train", "valid") for n in split_names(d, s)]
     have = cached_names(d.features())
     missing = [n for n in names if n not in have]
@@ -65,6 +64,8 @@ class CaptionCorpus:
     def references(self, split: str, path: str | Path | None = None) -> tuple[list[str], list[list[str]]]:
         """The images of ``split`` and their tokenized captions (from ``path`` when given)."""
         names = split_names(self.d, split)
+        if path is None and split == "test" and self.d.captions_file is None:  # the test captions' own file
+            return names, capdata.captions_of(names, capdata.read_test_captions(), split, "Flickr8k.test.token.txt")
         source = str(path) if path is not None else (self.d.captions_file or "Flickr8k.token.txt")
         return names, capdata.captions_of(names, self.captions(path), split, source)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from embtie.data.lm_corpora import Corpus
+from embtie.data.user_corpus import SOURCE_FORM, TOKENIZER_FORM, is_source, is_tokenizer
 from embtie.errors import ConfigError
-from embtie.schema import Declared, Setting
+from embtie.schema import Declared, Rule, Setting
 
 
 @dataclass
@@ -39,7 +41,48 @@ class LMDataConfig(Declared):
             null="all",
         ),
     ] = None
+    train_file: Annotated[
+        str | None,
+        Setting(
+            "your own corpus instead of dataset: plain text, one sentence a line (with valid_file, test_file)",
+            null="the dataset's train split",
+        ),
+    ] = None
+    valid_file: Annotated[
+        str | None, Setting("your own validation text (with train_file or source)", null="the dataset's valid split")
+    ] = None
+    test_file: Annotated[
+        str | None, Setting("your own test text (with train_file or source)", null="the dataset's test split")
+    ] = None
+    source: Annotated[
+        str | None,
+        Setting(
+            "your own corpus as a Hugging Face datasets dataset: hf:PATH_OR_NAME (a save_to_disk folder, a local "
+            ".json/.jsonl/.csv/.parquet/.txt file, or a name in the local datasets cache); splits "
+            "train/validation/test",
+            null="dataset or train_file",
+            rule=Rule(is_source, SOURCE_FORM),
+        ),
+    ] = None
+    text_column: Annotated[str, Setting("the column of source that holds the text")] = "text"
+    tokenizer: Annotated[
+        str,
+        Setting(
+            "word (whitespace), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer, local)",
+            rule=Rule(is_tokenizer, TOKENIZER_FORM),
+        ),
+    ] = "word"
+
+    def corpus(self) -> Corpus:
+        return Corpus(self.dataset, self.source, self.text_column, self.train_file, self.valid_file,
+                      self.test_file, self.tokenizer)  # fmt: skip
 
     def check(self) -> None:
         if self.train_tokens is not None and self.train_tokens < 2 * self.batch_size:
             raise ConfigError(f"data.train_tokens={self.train_tokens} must be >= 2 * data.batch_size")
+        if self.source is not None and self.train_file is not None:
+            raise ConfigError("give data.source=hf:... or data.train_file=PATH, not both")
+        if self.train_file is not None and self.valid_file is None:
+            raise ConfigError("data.train_file needs data.valid_file=PATH (the text perplexity is measured on)")
+        if self.train_file is None and self.source is None and (self.valid_file or self.test_file):
+            raise ConfigError("data.valid_file/test_file go with your own data.train_file (or data.source)")

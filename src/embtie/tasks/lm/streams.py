@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from embtie.data.files import data_root
-from embtie.data.lm_corpora import Vocab, load_tokens
+from embtie.data.files import data_roots
+from embtie.data.lm_corpora import Corpus, Vocab, load_corpus_tokens
 from embtie.errors import ConfigError, DataError
 from embtie.tasks.lm.config import LMDataConfig
 
@@ -29,24 +29,27 @@ class LMBatch:
     """(B, T) long next-token ids."""
 
 
-def tokens(dataset: str, split: str) -> tuple[str, ...]:
-    """The tokens of a split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
-    return _tokens_at(str(data_root()), dataset, split)
+def tokens(corpus: Corpus | str, split: str) -> tuple[str, ...]:
+    """The tokens of a split of a corpus (or of a catalogue dataset, by name) under the current data roots
+    (cached per roots: changing $EMBTIE_DATA reads again)."""
+    corpus = Corpus(corpus) if isinstance(corpus, str) else corpus
+    return _tokens_at(tuple(str(r) for r in data_roots()), corpus, split)
 
 
 @lru_cache(maxsize=8)
-def _tokens_at(root: str, dataset: str, split: str) -> tuple[str, ...]:
-    return tuple(load_tokens(dataset, split, root=Path(root)))
+def _tokens_at(roots: tuple[str, ...], corpus: Corpus, split: str) -> tuple[str, ...]:
+    return tuple(load_corpus_tokens(corpus, split))
 
 
-def train_vocab(dataset: str) -> Vocab:
-    """The vocabulary of the training split, ids by decreasing frequency (cached per data root)."""
-    return _train_vocab_at(str(data_root()), dataset)
+def train_vocab(corpus: Corpus | str) -> Vocab:
+    """The vocabulary of the training split, ids by decreasing frequency (cached per data roots)."""
+    corpus = Corpus(corpus) if isinstance(corpus, str) else corpus
+    return _train_vocab_at(tuple(str(r) for r in data_roots()), corpus)
 
 
 @lru_cache(maxsize=4)
-def _train_vocab_at(root: str, dataset: str) -> Vocab:
-    return Vocab.from_tokens(list(_tokens_at(root, dataset, "train")))
+def _train_vocab_at(roots: tuple[str, ...], corpus: Corpus) -> Vocab:
+    return Vocab.of_corpus(list(_tokens_at(roots, corpus, "train")))
 
 
 def encode(vocab: Vocab, tokens: list[str] | tuple[str, ...]) -> Tensor:
@@ -76,7 +79,7 @@ class Streams:
     def train(self) -> Tensor:
         """(B, L) the training streams."""
         if self._train is None:
-            toks = tokens(self.data.dataset, "train")
+            toks = tokens(self.data.corpus(), "train")
             ids = encode(self.vocab, toks if self.data.train_tokens is None else toks[: self.data.train_tokens])
             self._train = batchify(ids, self.data.batch_size)
         return self._train
@@ -112,7 +115,7 @@ class Streams:
         key = (split, None if path is None else str(path))
         if key not in self._eval:
             d = self.data
-            toks = load_tokens(d.dataset, split, path) if path is not None else tokens(d.dataset, split)
+            toks = load_corpus_tokens(d.corpus(), split, path) if path is not None else tokens(d.corpus(), split)
             ids = encode(self.vocab, toks)
             if split == "valid" and path is None and d.valid_tokens is not None:
                 ids = ids[: d.valid_tokens]

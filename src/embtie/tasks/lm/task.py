@@ -17,7 +17,7 @@ from torch import Tensor
 
 from embtie import progress, sharing
 from embtie.config import RunConfig
-from embtie.data.files import data_root, verify
+from embtie.data.files import verify
 from embtie.data.lm_corpora import Vocab, split_file
 from embtie.errors import ConfigError, DataError
 from embtie.evaluation.loss_meter import LossMeter
@@ -26,7 +26,7 @@ from embtie.models.language_model import LanguageModel
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task
 from embtie.tasks.lm.config import LMDataConfig
-from embtie.tasks.lm.streams import LMBatch, Streams, train_vocab
+from embtie.tasks.lm.streams import LMBatch, Streams, tokens, train_vocab
 from embtie.tasks.registry import register
 
 
@@ -42,7 +42,7 @@ class LMTask(Task[LanguageModel]):
     def __init__(self, cfg: RunConfig, vocab: Vocab | None = None) -> None:
         super().__init__(cfg)
         self.data: LMDataConfig = cfg.data
-        self.vocab = vocab if vocab is not None else train_vocab(self.data.dataset)
+        self.vocab = vocab if vocab is not None else train_vocab(self.data.corpus())
         self.streams = Streams(self.data, self.vocab, cfg.seed)
 
     @classmethod
@@ -58,10 +58,14 @@ class LMTask(Task[LanguageModel]):
 
     @classmethod
     def check_data(cls, cfg: RunConfig) -> None:
-        root = data_root()
+        corpus = cfg.data.corpus()
+        if corpus.own:  # the user's corpus: read (and cached) now, so that a bad file fails before anything runs
+            for split in ("train", "valid"):
+                tokens(corpus, split)
+            return
         for split in ("train", "valid"):
             f = split_file(cfg.data.dataset, split)
-            verify(f.path(root), f.sha256)
+            verify(f.path(), f.sha256)
 
     # ------------------------------------------------------------------ model
     def output_vocab_size(self) -> int:

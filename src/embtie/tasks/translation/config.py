@@ -16,14 +16,20 @@ class MTDataConfig(Declared):
 
     section = "data"
 
-    dataset: Annotated[Literal["multi30k", "iwslt14"], Setting("the parallel corpus")] = "multi30k"
+    dataset: Annotated[
+        Literal["multi30k", "iwslt14", "wmt16", "wmt14"],
+        Setting(
+            "the parallel corpus; multi30k ships train/valid; its test sets, iwslt14's train/test and the WMT sets "
+            "come with embtie data get NAME (the papers' preparations)"
+        ),
+    ] = "multi30k"
     src_lang: Annotated[Literal["de", "en"], Setting("the source language")] = "de"
     tgt_lang: Annotated[Literal["de", "en"], Setting("the target language (not the source's)")] = "en"
     train_split: Annotated[
         str,
         Setting(
-            "the dataset split trained on; iwslt14 ships only valid: give train_src_file/train_tgt_file, or "
-            "train_split=valid for a smoke run"
+            "the dataset split trained on; iwslt14's train split comes with embtie data get iwslt14; or give "
+            "train_src_file/train_tgt_file, or train_split=valid for a smoke run"
         ),
     ] = "train"
     train_src_file: Annotated[
@@ -36,6 +42,29 @@ class MTDataConfig(Declared):
     train_tgt_file: Annotated[
         str | None,
         Setting("the target side of train_src_file, line-aligned (give both or neither)", null="the dataset's split"),
+    ] = None
+    valid_src_file: Annotated[
+        str | None,
+        Setting(
+            "your own validation source text, line-aligned with valid_tgt_file, instead of the dataset's valid "
+            "split; in the form of your training files (tokenized for tokenizer: word)",
+            null="the dataset's split",
+        ),
+    ] = None
+    valid_tgt_file: Annotated[
+        str | None,
+        Setting("the target side of valid_src_file, line-aligned (give both or neither)", null="the dataset's split"),
+    ] = None
+    test_src_file: Annotated[
+        str | None,
+        Setting(
+            "your own test source text, read by embtie eval RUN --split test (--src-file/--ref-file still win)",
+            null="the dataset's test split",
+        ),
+    ] = None
+    test_tgt_file: Annotated[
+        str | None,
+        Setting("the target side of test_src_file, line-aligned (give both or neither)", null="the dataset's split"),
     ] = None
     valid_split: Annotated[str, Setting("the dataset split validated on")] = "valid"
     tokenizer: Annotated[
@@ -97,8 +126,15 @@ class MTDataConfig(Declared):
     ] = 1.5
     max_len_extra: Annotated[int, Setting("see max_len_ratio", ge=0)] = 10
 
+    def own_files(self, split: str) -> tuple[str, str] | None:
+        """(source, target) files of your own for ``split`` (valid: when ``split`` is ``valid_split``)."""
+        key = {self.valid_split: "valid", "train": "train", "test": "test"}.get(split)
+        src = getattr(self, f"{key}_src_file") if key else None
+        return (src, getattr(self, f"{key}_tgt_file")) if src is not None else None
+
     def check(self) -> None:
         if self.src_lang == self.tgt_lang:
             raise ConfigError(f"data.src_lang and data.tgt_lang are both {self.src_lang!r}; use de->en or en->de")
-        if (self.train_src_file is None) != (self.train_tgt_file is None):
-            raise ConfigError("give both data.train_src_file and data.train_tgt_file, or neither")
+        for split in ("train", "valid", "test"):
+            if (getattr(self, f"{split}_src_file") is None) != (getattr(self, f"{split}_tgt_file") is None):
+                raise ConfigError(f"give both data.{split}_src_file and data.{split}_tgt_file, or neither")

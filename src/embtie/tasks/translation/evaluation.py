@@ -25,7 +25,7 @@ from embtie.runtime import autocast
 from embtie.tasks.translation.config import MTDataConfig
 from embtie.tasks.translation.inputs import EncodedPairs, Vocab
 
-PRETOKENIZED_DATASETS = frozenset({"iwslt14"})
+PRETOKENIZED_DATASETS = frozenset({"iwslt14", "wmt16", "wmt14"})
 """datasets whose shipped text is already Moses-tokenized (``embtie.data.parallel_corpora``): their tokenized BLEU
 splits hypotheses and references on whitespace instead of tokenizing them again."""
 

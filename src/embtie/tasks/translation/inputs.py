@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from embtie.data.files import data_root, verify
+from embtie.data.files import data_roots, verify
 from embtie.data.pair_batches import BucketedPairs, PairBatch, make_batch
 from embtie.data.parallel_corpora import ParallelText, check_pair, load_parallel, load_user_files, split_files
 from embtie.data.subwords import MAX_VOCAB_SIZE, SPECIAL_IDS, Subwords, required_vocab_size
@@ -35,24 +35,27 @@ EncodedPairs = tuple[list[list[int]], list[list[int]]]
 
 def parallel(dataset: str, split: str, src: str, tgt: str, tokenized: bool = False) -> ParallelText:
     """A split under the current data root (cached per root: changing $EMBTIE_DATA reads again)."""
-    return _parallel_at(str(data_root()), dataset, split, src, tgt, tokenized)
+    return _parallel_at(tuple(str(r) for r in data_roots()), dataset, split, src, tgt, tokenized)
 
 
 @lru_cache(maxsize=8)
-def _parallel_at(root: str, dataset: str, split: str, src: str, tgt: str, tokenized: bool) -> ParallelText:
-    return load_parallel(dataset, split, src, tgt, root=Path(root), tokenized=tokenized)
+def _parallel_at(roots: tuple[str, ...], dataset: str, split: str, src: str, tgt: str, tokenized: bool) -> ParallelText:
+    return load_parallel(dataset, split, src, tgt, tokenized=tokenized)
 
 
 def check_data(d: MTDataConfig) -> None:
     """The user's training files are readable and the dataset's files are there and intact."""
-    if d.train_src_file is not None:
-        load_user_files(d.train_src_file, d.train_tgt_file, "data.train_src_file", "data.train_tgt_file")
-    splits = [d.valid_split] if d.train_src_file is not None else [d.train_split, d.valid_split]
+    splits = []
+    train = (d.train_src_file, d.train_tgt_file) if d.train_src_file is not None else None
+    for split, key, own in ((d.train_split, "train", train), (d.valid_split, "valid", d.own_files(d.valid_split))):
+        if own is not None:
+            load_user_files(own[0], own[1], f"data.{key}_src_file", f"data.{key}_tgt_file")
+        else:
+            splits.append(split)
     check_pair(d.dataset, d.src_lang, d.tgt_lang)
-    root = data_root()
     for split in splits:
         for f in split_files(d.dataset, split, d.tokenizer == "word").values():
-            verify(f.path(root), f.sha256)
+            verify(f.path(), f.sha256)
     check_vocab_size(d)
 
 
@@ -90,7 +93,11 @@ def split_text(
     of user files."""
     if src_file is not None:
         return load_user_files(src_file, ref_file)
-    pt = parallel(d.dataset, split, d.src_lang, d.tgt_lang, d.tokenizer == "word")
+    own = d.own_files(split)
+    if own is not None:
+        pt = load_user_files(*own)
+    else:
+        pt = parallel(d.dataset, split, d.src_lang, d.tgt_lang, d.tokenizer == "word")
     if split == d.valid_split and d.valid_pairs is not None:
         pt = ParallelText(pt.src[: d.valid_pairs], pt.ref[: d.valid_pairs] if pt.ref else None)
     return pt
