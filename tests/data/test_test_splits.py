@@ -23,6 +23,7 @@ from embtie.errors import DataError
         ("wmt16-transformer-big-paper", "mt", ("split 'test' of wmt16", "`embtie data get wmt16`", "--src-file")),
         ("flickr8k-show-tell", "cap",
          ("split 'test' of flickr8k", "`embtie data get flickr8k --split test`", "--test-file CAPTIONS")),
+        ("mscoco-show-tell", "cap", ("split 'test' of mscoco", "`embtie data get mscoco`", "--test-file CAPTIONS")),
     ],
 )  # fmt: skip
 def test_a_missing_test_split_names_the_get_that_brings_it(preset, kind, expect, monkeypatch, tmp_path):

@@ -169,10 +169,9 @@ def require_test_split(cfg, translation: bool, captions: bool) -> None:
             split_files(cfg.data.dataset, "test", cfg.data.tokenizer == "word")
     elif captions:
         if cfg.data.captions_file is None:
-            from embtie.data.caption_corpus import FLICKR8K_TEST_CAPTIONS
-            from embtie.data.files import require
+            from embtie.data.caption_corpus import require_split
 
-            require([FLICKR8K_TEST_CAPTIONS], "flickr8k", "test", "give your own captions with --test-file CAPTIONS")
+            require_split(cfg.data.dataset, "test")
     elif not cfg.data.corpus().own:  # a user's corpus names its test file itself (or --test-file)
         from embtie.data.lm_corpora import split_file
 

@@ -1,10 +1,12 @@
-"""Image captions: the Flickr8k token file, split lists and the paper's tokenization.
+"""Image captions: the datasets' caption files and split lists (Flickr8k, MSCOCO) and the paper's tokenization.
 
 - Captions file (``Flickr8k.token.txt``): one ``IMAGE#k<TAB>caption`` per line (k: the caption's
   number, 0-4 in Flickr8k).
 - Split lists (``Flickr_8k.{train,dev,test}Images.txt``): one image file name per line. The test
   images' captions are a file of their own (``Flickr8k.test.token.txt``, ``embtie data get flickr8k --split
   test``); a test evaluation may take a captions file the user supplies instead.
+- MSCOCO (``embtie data get mscoco``, Karpathy's split; train holds his ``restval`` images too):
+  ``mscoco/captions.<split>.txt`` in the same ``IMAGE#k<TAB>caption`` form and ``mscoco/images.<split>.txt``.
 - Tokenization (Shalev et al.'s "basic tokenization"): lowercase, words of letters and digits
   (``[a-z0-9]+``, so "dog's" -> "dog s" and punctuation goes); the vocabulary keeps the training words
   seen at least ``min_count`` times (5 in the paper), the rest are ``<unk>`` (``WordVocab``).
@@ -38,6 +40,34 @@ FLICKR8K_SPLITS = {
     ),
 }
 
+MSCOCO_CAPTIONS = {s: DataFile(f"mscoco/captions.{s}.txt") for s in ("train", "valid", "test")}
+MSCOCO_SPLITS = {s: DataFile(f"mscoco/images.{s}.txt") for s in ("train", "valid", "test")}
+"""written by ``embtie data get mscoco`` (``embtie.data.prepare.mscoco``; no pins: unverified here)."""
+MSCOCO_ZIPS = "COCO's train2014.zip and val2014.zip (http://images.cocodataset.org/zips/)"
+"""the MSCOCO images (~19 GB, not fetched by embtie); unzipped, they are the folders train2014/ and val2014/."""
+
+
+def captions_file(dataset: str, split: str) -> DataFile:
+    """The file holding the captions of ``dataset``'s ``split`` (Flickr8k: train and valid share one file)."""
+    if dataset == "mscoco":
+        return MSCOCO_CAPTIONS[split]
+    return FLICKR8K_TEST_CAPTIONS if split == "test" else FLICKR8K_CAPTIONS
+
+
+def split_list(dataset: str, split: str) -> DataFile:
+    """The image list of ``dataset``'s ``split`` (a DataError naming the splits for another name)."""
+    lists = MSCOCO_SPLITS if dataset == "mscoco" else FLICKR8K_SPLITS
+    if split not in lists:
+        raise DataError(f"unknown split {split!r}; choose one of: {', '.join(lists)}")
+    return lists[split]
+
+
+def require_split(dataset: str, split: str) -> None:
+    """The captions and image list of ``dataset``'s ``split`` are here; else one line naming the file and
+    the ``embtie data get`` that brings it."""
+    own = "give your own captions with --test-file CAPTIONS" if split == "test" else "set data.captions_file"
+    require([captions_file(dataset, split), split_list(dataset, split)], dataset, split, own)
+
 
 def tokenize(caption: str) -> str:
     """Lowercased words of letters and digits, joined by single spaces: "A dog's ball ." -> "a dog s ball"."""
@@ -69,25 +99,32 @@ def read_captions(path: str | Path | None = None, what: str = "captions file") -
     return parse_captions(read_lines(p), f"{what} {p}")
 
 
+def read_dataset_captions(dataset: str, split: str) -> dict[str, list[str]]:
+    """The captions of ``dataset``'s ``split`` from the data root (checksum verified where pinned; a one-line
+    error naming ``embtie data get`` when absent)."""
+    f = captions_file(dataset, split)
+    require_split(dataset, split)
+    return parse_captions(read_lines(f.path(), f.sha256), str(f.path()))
+
+
 def read_test_captions() -> dict[str, list[str]]:
     """The captions of the Flickr8k test images (a one-line error naming ``embtie data get`` when absent)."""
-    require([FLICKR8K_TEST_CAPTIONS], "flickr8k", "test", "give your own captions with --test-file CAPTIONS")
-    path = FLICKR8K_TEST_CAPTIONS.path()
-    return parse_captions(read_lines(path, FLICKR8K_TEST_CAPTIONS.sha256), str(path))
+    return read_dataset_captions("flickr8k", "test")
 
 
-def read_split(split: str, path: str | Path | None = None) -> list[str]:
-    """The image names of ``split`` (train, valid, test): a user list (``path``) or the official one."""
+def read_split(split: str, path: str | Path | None = None, dataset: str = "flickr8k") -> list[str]:
+    """The image names of ``split`` (train, valid, test): a user list (``path``) or the dataset's own."""
     if path is not None:
         p = user_file(path, f"{split} image list")
+        where = str(p)
         names = [line.strip() for line in read_lines(p) if line.strip()]
     else:
-        if split not in FLICKR8K_SPLITS:
-            raise DataError(f"unknown split {split!r}; choose one of: {', '.join(FLICKR8K_SPLITS)}")
-        f = FLICKR8K_SPLITS[split]
+        f = split_list(dataset, split)
+        require([f], dataset, split, f"give your own list with data.{split}_images")
+        where = str(f.path())
         names = [line.strip() for line in read_lines(f.path(), f.sha256) if line.strip()]
     if not names:
-        raise DataError(f"the {split} image list {path or FLICKR8K_SPLITS[split].path()} is empty")
+        raise DataError(f"the {split} image list {where} is empty")
     return names
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from embtie.errors import DataError
 from embtie.models.image_encoders import CAPTION_EXTRA, ImageEncoder
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+_COCO_RELEASE = re.compile(r"COCO_([a-z]+[0-9]{4})_")
 SHARD_SIZE = 256
 META = "meta.json"
 
@@ -39,6 +41,18 @@ META = "meta.json"
 def default_image_dir(dataset: str = "flickr8k") -> Path:
     """``$EMBTIE_CACHE/<dataset>/images`` (``~/.cache/embtie/flickr8k/images`` by default)."""
     return cache_root() / dataset / "images"
+
+
+def image_file(image_dir: str | Path, name: str) -> Path:
+    """Where image ``name`` is in ``image_dir``: the file itself, or an MSCOCO image in the folder of its
+    release, as COCO's zips unpack (``COCO_val2014_000000391895.jpg`` in ``val2014/``); the flat path when
+    neither is there."""
+    d = Path(image_dir).expanduser()
+    flat = d / name
+    release = _COCO_RELEASE.match(name)
+    if release is not None and not flat.is_file():
+        return d / release.group(1) / name
+    return flat
 
 
 def default_feature_dir(encoder: str, dataset: str = "flickr8k") -> Path:
@@ -145,16 +159,17 @@ def build_feature_cache(
     *,
     batch_size: int = 16,
     shard_size: int = SHARD_SIZE,
+    fix: str = "give the folder that holds them with --images DIR",
 ) -> CacheReport:
     """Encode the images ``names`` of ``image_dir`` (default: all of them) that are not in the cache yet,
-    ``shard_size`` images per shard, with a progress bar."""
+    ``shard_size`` images per shard, with a progress bar; ``fix``: what the error for missing images says to do."""
     src = Path(image_dir).expanduser()
     names = list_images(src) if names is None else names
-    missing = [n for n in names if not (src / n).is_file()]
+    missing = [n for n in names if not image_file(src, n).is_file()]
     if missing:
         raise DataError(
-            f"{len(missing)} of {len(names)} images are not in {src} (first: {missing[0]}); give the folder "
-            "that holds them with --images DIR"
+            f"{len(missing)} of {len(names)} images are not in {src} (first: {missing[0]}): no file "
+            f"{image_file(src, missing[0])}; {fix}"
         )
     d = Path(cache_dir).expanduser()
     _check_meta(d, encoder)
@@ -168,7 +183,7 @@ def build_feature_cache(
             chunk = todo[start : start + shard_size]
             parts = []
             for b in range(0, len(chunk), batch_size):
-                parts.append(encode_files(encoder, [src / n for n in chunk[b : b + batch_size]]))
+                parts.append(encode_files(encoder, [image_file(src, n) for n in chunk[b : b + batch_size]]))
                 bar.update(len(chunk[b : b + batch_size]))
             _write_shard(d, index, chunk, torch.cat(parts))
             index += 1

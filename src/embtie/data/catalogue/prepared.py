@@ -133,5 +133,10 @@ MSCOCO = Dataset(
     ),
     archives=(Source("https://cs.stanford.edu/people/karpathy/deepimagesent/caption_datasets.zip"),),
     prepare="mscoco",
-    notes=("reads dataset_coco.json of Karpathy's caption_datasets.zip (unverified here)",),
+    notes=(
+        "reads dataset_coco.json of Karpathy's caption_datasets.zip (unverified here)",
+        "images (~19 GB) are not fetched: unzip COCO's train2014.zip and val2014.zip "
+        "(http://images.cocodataset.org/zips/) into $EMBTIE_CACHE/mscoco/images (~/.cache/embtie/mscoco/images; "
+        "or a folder DIR set as data.image_dir), then `embtie prepare-captions --dataset mscoco [--images DIR]`",
+    ),
 )

@@ -4,6 +4,10 @@ train = his ``train`` + ``restval`` images (113,287), valid = ``val`` (5,000), t
 Writes ``mscoco/captions.{train,valid,test}.txt`` (``IMAGE#k<TAB>caption``, the raw sentence with its
 whitespace squeezed, as the Flickr8k token file; embtie's caption tokenization applies when read) and
 ``mscoco/images.{train,valid,test}.txt`` (one image file name a line, in the json's order).
+
+The images (~19 GB) are not fetched: COCO's ``train2014.zip`` and ``val2014.zip`` unpack into ``train2014/``
+and ``val2014/`` under ``$EMBTIE_CACHE/mscoco/images`` (or a run's ``data.image_dir``), where ``embtie
+prepare-captions --dataset mscoco`` reads them.
 """
 
 from __future__ import annotations

@@ -58,10 +58,13 @@ def example_gallery(ctx: ReportContext, n: int = N_EXAMPLES) -> Gallery:
     first = caps[first_name]
     names = first.examples.names
     picks = sorted({int(i) for i in np.linspace(0, len(names) - 1, num=min(n, len(names)))})
+    from embtie.data.image_features import image_file
+
     folder = _image_dir(ctx.seed0[first_name].run_dir)
     examples = []
     for i in picks:
-        image = folder / names[i] if folder is not None and (folder / names[i]).is_file() else None
+        path = image_file(folder, names[i]) if folder is not None else None
+        image = path if path is not None and path.is_file() else None
         lines = [(s, cap.examples.hyps[i]) for s, cap in caps.items()]
         examples.append(Example(names[i], image, lines))
     beam = first.beam

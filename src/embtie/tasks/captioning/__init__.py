@@ -1,4 +1,5 @@
-"""Image captioning (``task: captioning``): Flickr8k with cached image features (Shalev et al., Table 1).
+"""Image captioning (``task: captioning``): Flickr8k or MSCOCO (Karpathy's split) with cached image features
+(Shalev et al., Table 1).
 
 - ``config``: ``CaptionDataConfig``, the ``data`` section (captions, image lists, feature cache,
   vocabulary, batching, decoding).

@@ -16,32 +16,42 @@ class CaptionDataConfig(Declared):
 
     section = "data"
 
-    dataset: Annotated[Literal["flickr8k"], Setting("the image-caption corpus")] = "flickr8k"
+    dataset: Annotated[
+        Literal["flickr8k", "mscoco"],
+        Setting(
+            "the image-caption corpus: flickr8k (the official 6000/1000/1000 split) or mscoco (Karpathy's split: "
+            "train 113,287 images with his restval, valid 5,000, test 5,000; `embtie data get mscoco`)"
+        ),
+    ] = "flickr8k"
     captions_file: Annotated[
         str | None,
-        Setting("training/validation captions (IMAGE#k<TAB>caption lines)", null="the shipped Flickr8k.token.txt"),
+        Setting(
+            "training/validation captions (IMAGE#k<TAB>caption lines)",
+            null="the dataset's: flickr8k/Flickr8k.token.txt, or mscoco/captions.<split>.txt in the data root",
+        ),
     ] = None
     train_images: Annotated[
-        str | None, Setting("a file listing the training images, one name a line", null="the official split")
+        str | None, Setting("a file listing the training images, one name a line", null="the dataset's split")
     ] = None
     valid_images: Annotated[
-        str | None, Setting("a file listing the validation images, one name a line", null="the official split")
+        str | None, Setting("a file listing the validation images, one name a line", null="the dataset's split")
     ] = None
     test_images: Annotated[
-        str | None, Setting("a file listing the test images, one name a line", null="the official split")
+        str | None, Setting("a file listing the test images, one name a line", null="the dataset's split")
     ] = None
     encoder: Annotated[
         str, Setting("the frozen image encoder (embtie.models.image_encoders) whose features are cached")
     ] = "efficientnet-lite0"
     feature_dir: Annotated[
-        str | None, Setting("the feature cache", null="$EMBTIE_CACHE/flickr8k/features-<encoder>")
+        str | None, Setting("the feature cache", null="$EMBTIE_CACHE/<dataset>/features-<encoder>")
     ] = None
     image_dir: Annotated[
         str | None,
         Setting(
-            "the image files, only to show example captions with their images in comparison reports (training "
-            "reads the cached features)",
-            null="$EMBTIE_CACHE/flickr8k/images",
+            "the image files: `embtie prepare-captions --images` extracts their features (a run without them names "
+            "that command with this folder) and comparison reports show them beside example captions; training "
+            "reads the cached features. MSCOCO: train2014/ and val2014/ as COCO's zips unpack, or the files flat",
+            null="$EMBTIE_CACHE/<dataset>/images",
         ),
     ] = None
     min_count: Annotated[int, Setting("keep training words seen at least this often; the rest are <unk>", ge=1)] = 5
@@ -64,7 +74,11 @@ class CaptionDataConfig(Declared):
     ] = 20
 
     def features(self) -> Path:
-        return Path(self.feature_dir).expanduser() if self.feature_dir else default_feature_dir(self.encoder)
+        """The feature cache folder."""
+        if self.feature_dir:
+            return Path(self.feature_dir).expanduser()
+        return default_feature_dir(self.encoder, self.dataset)
 
     def images(self) -> Path:
+        """The image folder."""
         return Path(self.image_dir).expanduser() if self.image_dir else default_image_dir(self.dataset)

@@ -6,8 +6,9 @@
   ``model.regularization()``; teacher forcing.
 - Quality: ``evaluate_captions`` decodes each image once (beam ``data.beam``) and scores it
   (``embtie.tasks.captioning.evaluation``); ``score('bleu')`` is BLEU-4 of greedy captions of the
-  validation images (the plateau schedule / early stopping). Test captions are held out: a test
-  evaluation takes a captions file from the user.
+  validation images (the plateau schedule / early stopping). Test captions are the dataset's test
+  split (``embtie data get flickr8k --split test``; MSCOCO's come with ``embtie data get mscoco``), or a
+  captions file from the user.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class CaptioningTask(Task[Captioner], Captions[Captioner]):
         self, model: Captioner, split: str = "valid", path: str | Path | None = None, max_batches: int | None = None
     ) -> dict[str, Any]:
         """Teacher-forced cross-entropy per reference word (and </s>) over every (image, caption) pair of
-        ``split``, and its perplexity; ``path``: a captions file for the split (test captions are held out)."""
+        ``split``, and its perplexity; ``path``: a captions file for the split (default: the dataset's)."""
         feats, pairs = self.pairs(split, path)
         meter = evaluation.teacher_forced_loss(
             model, feats, pairs, self.data.eval_batch, self.cfg.train.precision, max_batches
