@@ -22,7 +22,9 @@ class LocalLauncher(Launcher):
     def resources(self, run: PlannedRun) -> str:
         threads = run.cfg.train.threads
         where = "this process" if self.jobs == 1 else f"1 of {self.jobs} local worker processes"
-        return f"{where}, " + (f"{threads} threads" if threads is not None else "torch's default threads")
+        if threads is None:
+            return f"{where}, torch's default threads"
+        return f"{where}, {threads} thread{'s' if threads != 1 else ''}"
 
     def launch(self, spec: CompareSpec, progress: bool = True) -> Launched:
         return Launched(runs=execute(spec, progress=progress, jobs=self.jobs))

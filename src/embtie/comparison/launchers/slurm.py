@@ -136,8 +136,9 @@ class SlurmLauncher(Launcher):
                             bar.write(f"    {r.strategy} seed {r.seed}: {_result_line(r)} (job {jobs[k].job_id})")
                         bar.update(1)
                     elif not slurm_queue.in_flight(state):
-                        del waiting[k]
-                        note(bar, f"embtie: {self._failure(r, jobs[k], state).describe()}")
+                        del waiting[k]  # named again at the end (``Launched.failed``)
+                        if progress:
+                            note(bar, f"embtie: {self._failure(r, jobs[k], state).describe()}")
                     elif state == "RUNNING" and k not in running and progress:
                         running.add(k)
                         bar.write(f"running {r.strategy} seed {r.seed} (job {jobs[k].job_id}) -> {r.run_dir}")
