@@ -54,12 +54,12 @@ def test_memory_and_extra_flags():
 def test_the_resources_become_submitits_batch_script(tmp_path):
     slurm = pytest.importorskip("submitit.slurm.slurm")
     extra: dict[str, str | bool] = {"qos": "high", "exclusive": True}
-    res = SlurmResources(partition="gpu", gpus_per_run=2, time_min=90, mem="16G", extra=extra)
+    res = SlurmResources(partition="gpu", gpus_per_run=1, time_min=90, mem="16G", extra=extra)
     script = slurm._make_sbatch_string(command="true", folder=tmp_path, **res.executor_parameters(4, "embtie-x"))
-    for line in ("--partition=gpu", "--gpus-per-node=2", "--time=90", "--mem=16G", "--cpus-per-task=4",
+    for line in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--mem=16G", "--cpus-per-task=4",
                  "--job-name=embtie-x", "--qos=high", "--exclusive\n"):  # fmt: skip
         assert f"#SBATCH {line}" in script + "\n", line
-    assert res.describe(4) == "partition gpu, 4 CPUs, 2 GPUs, time 90 min, mem 16G, --qos=high, --exclusive"
+    assert res.describe(4) == "partition gpu, 4 CPUs, 1 GPU, time 90 min, mem 16G, --qos=high, --exclusive"
 
 
 @pytest.mark.parametrize("launcher", ["local", "slurm"])
@@ -85,6 +85,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys, launcher):
         (["--launcher", "slurm", "--no-wait", "--until-decided", "--seeds", "2"], "leave out --no-wait"),
         (["--launcher", "slurm", "--time", "1h"], "--time '1h' is not a Slurm time"),
         (["--launcher", "slurm", "--slurm-arg", "array=0-3"], "embtie sets --array itself"),
+        (["--launcher", "slurm", "--gpus-per-run", "2"], "trains in one process, on one GPU"),
         (["--dry-run", "--report-only"], "give one of them"),
     ],
 )

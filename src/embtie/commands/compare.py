@@ -126,7 +126,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
         type=number_arg(int, "--gpus-per-run", ge=0),
         default=None,
         metavar="N",
-        help="(slurm) GPUs per job (default 0)",
+        help="(slurm) GPUs per job: 0 (the default) or 1 (a run trains in one process; train.device=auto takes it)",
     )
     where.add_argument(
         "--time",

@@ -94,6 +94,11 @@ class SlurmResources:
     def __post_init__(self) -> None:
         if self.gpus_per_run < 0:
             raise ConfigError(f"--gpus-per-run {self.gpus_per_run} must be >= 0")
+        if self.gpus_per_run > 1:
+            raise ConfigError(
+                f"--gpus-per-run {self.gpus_per_run}: a run of --launcher slurm trains in one process, on one GPU; "
+                "train a run on several GPUs with srun torchrun (docs/cluster.md)"
+            )
         if self.time_min < 1:
             raise ConfigError(f"--time {self.time_min} min must be at least one minute")
 
