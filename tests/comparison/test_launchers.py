@@ -170,6 +170,17 @@ def test_a_job_that_ends_without_finishing_its_run_is_reported_with_its_log(tmp_
     assert cli.main(args) == 1  # squeue never lists job 99: it ended at once, without a result
     captured = capsys.readouterr()
     log = out / "slurm" / "99_0_log.err"
-    assert "embtie: error: tied seed 0 failed on the cluster (job 99: ended without a result" in captured.err
+    assert "embtie compare: error: tied seed 0 failed on the cluster (job 99: ended without a result" in captured.err
     assert f"log: {log}" in captured.err and "0 of 1 runs finished; 1 failed" in captured.out
     assert "report:" not in captured.out  # nothing finished, nothing to report
+
+
+def test_a_refused_submission_is_one_line_and_records_nothing(tmp_path, capsys, fake_queue):
+    sbatch = fake_queue.parent / "bin" / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: gpu' >&2\nexit 1\n")
+    out = tmp_path / "grid"
+    assert cli.main([*GRID, "--out", str(out), "--launcher", "slurm", "--slurm-partition", "gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    said = f"error: sbatch refused the jobs of {out}: sbatch: error: invalid partition specified: gpu"
+    assert len(err) == 1 and err[0].endswith(said), err
+    assert not (out / slurm_jobs.JOBS_FILE).exists()

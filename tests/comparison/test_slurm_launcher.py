@@ -190,7 +190,7 @@ def test_a_run_that_fails_on_the_cluster_is_named_with_its_log_and_submitted_aga
     job = _jobs(out)[("untied", 0)]
     log = out / "slurm" / f"{job}_0_log.err"
     failure = f"untied seed 0 failed on the cluster (job {job}: FileExistsError"
-    assert f"embtie: error: {failure}" in captured.err and f"log: {log}" in captured.err, captured.err
+    assert f"embtie compare: error: {failure}" in captured.err and f"log: {log}" in captured.err, captured.err
     assert "Traceback" in log.read_text()
     assert "1 of 2 runs finished; 1 failed" in captured.out and "report:" in captured.out
     assert set(_rows(out)) == {("tied", "0")}  # the report covers what finished

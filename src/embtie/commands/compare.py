@@ -310,7 +310,7 @@ def _unfinished(launched: Launched | None, finished: int) -> int:
     if launched is None or launched.complete:
         return 0
     for f in launched.failed:
-        print(f"embtie: error: {f.describe()}", file=sys.stderr)
+        print(f"embtie compare: error: {f.describe()}", file=sys.stderr)
     left = []
     if launched.failed:
         left.append(f"{len(launched.failed)} failed (run the same command again to resubmit them; they resume)")
