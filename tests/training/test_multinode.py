@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import warnings
 from pathlib import Path
 
 import pytest
@@ -47,16 +49,29 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _two_nodes(args: list[str], env: dict[str, str], out: Path) -> None:
+    """Two launchers of one process each, meeting at a c10d rendezvous on 127.0.0.1; like ``torchrun()``,
+    a launch that hangs on its way out (pytorch/pytorch#75097) is aborted with stacks and tried once more."""
+    for attempt in range(2):
+        rendezvous = ("--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
+                      f"--rdzv_endpoint=127.0.0.1:{_free_port()}", f"--rdzv_id=embtie-multinode-{attempt}")  # fmt: skip
+        nodes = [Launch(args, env, launcher=rendezvous) for _ in range(2)]
+        results = [node.wait(timeout=240) for node in nodes]
+        if all(status is not None for status, _ in results):
+            for status, output in results:
+                assert status == 0, output[-3000:]
+            return
+        hung = "\n".join(output[-10000:] for _, output in results)
+        warnings.warn(f"a two-node launch did not exit; retrying once. Its output and stacks:\n{hung}", stacklevel=2)
+        shutil.rmtree(out, ignore_errors=True)
+    raise AssertionError("the two-node launch hung twice")
+
+
 def test_two_nodes_of_one_process_train_what_one_node_of_two_processes_trains(tmp_path):
     multi, single = tmp_path / "two-nodes", tmp_path / "one-node"
     env = {**os.environ, "EMBTIE_DATA": DATA, "OMP_NUM_THREADS": "1"}
     train = ["-m", "embtie", "train", "ptb-gpt-tiny", *OVERRIDES]
-    rendezvous = ("--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
-                  f"--rdzv_endpoint=127.0.0.1:{_free_port()}", "--rdzv_id=embtie-multinode-test")  # fmt: skip
-    nodes = [Launch([*train, "--out", str(multi)], env, launcher=rendezvous) for _ in range(2)]
-    outputs = [node.wait(timeout=300) for node in nodes]
-    for status, out in outputs:
-        assert status == 0, out[-3000:]
+    _two_nodes([*train, "--out", str(multi)], env, multi)
     torchrun([*train, "--out", str(single)], env, [single])
 
     steps = [(r["step"], r["split"], r["loss"]) for r in read_metrics(multi)]
