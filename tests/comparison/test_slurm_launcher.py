@@ -1,8 +1,9 @@
 """``embtie compare --launcher slurm`` on a real single-node Slurm (tests/support/slurm_cluster.py): a grid
-whose one job is requeued mid-run (``scontrol requeue``) ends with exactly the results of the same grid
-trained locally; --dry-run submits nothing; --no-wait submits once, a second call while the jobs run
-submits nothing more, and a call after they end collects the report; a run that fails on the cluster is
-named with its log, and the same command submits it again."""
+whose one job is requeued mid-run (``scontrol requeue``, then killed) and another preempted through
+submitit's signal (it requeues itself) ends with exactly the results of the same grid trained locally;
+--dry-run submits nothing; --no-wait submits once, a second call while the jobs run submits nothing
+more, and a call after they end collects the report; a run that fails on the cluster is named with its
+log, and the same command submits it again."""
 
 from __future__ import annotations
 
@@ -111,6 +112,25 @@ def _requeue_mid_run(cluster, out: Path, run: tuple[str, int]) -> str:
     return job
 
 
+def _preempt_mid_run(cluster, out: Path, run: tuple[str, int]) -> str:
+    """Send the job of ``run`` submitit's signal (SIGUSR2: what Slurm sends, through ``--signal``, 90 s
+    before a time limit) once the run has a checkpoint: the job calls ``TrainJob.checkpoint``, requeues
+    itself and exits; released at once. Returns the job id."""
+    run_dir = out / "runs" / run[0] / f"seed{run[1]}"
+    _wait_for(f"a checkpoint of {run_dir}", lambda: checkpoints.latest(run_dir) is not None, every=0.05)
+    job = _jobs(out)[run]
+    pids = cluster.task_pids(job)
+    assert pids, f"no process of job {job} found"
+    for pid in pids:  # as slurmstepd delivers it (`scancel --signal=USR2` retries while the job requeues itself)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGUSR2)
+    queued = ["squeue", "--noheader", "--array", "--jobs", job, "--format=%T"]
+    _wait_for(f"job {job} back in the queue", lambda: cluster.run(*queued, check=False).strip() == "PENDING")
+    assert not (run_dir / "summary.json").is_file(), "the run finished before it was stopped; make it longer"
+    cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    return job
+
+
 def test_a_grid_with_a_requeued_job_equals_the_same_grid_trained_locally(slurm_cluster, local_grid, tmp_path):
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "embtie", *GRID, "--seeds", "2", "--out", str(out), *OVER,
@@ -119,17 +139,21 @@ def test_a_grid_with_a_requeued_job_equals_the_same_grid_trained_locally(slurm_c
     proc = subprocess.Popen(cmd, env=slurm_cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_for("the jobs file", lambda: (out / "slurm-jobs.json").is_file())
-        job = _requeue_mid_run(slurm_cluster, out, ("untied", 1))
+        preempted = _preempt_mid_run(slurm_cluster, out, ("tied", 0))  # first wave
+        job = _requeue_mid_run(slurm_cluster, out, ("untied", 1))  # last wave
         output, _ = proc.communicate(timeout=600)
     finally:
         proc.kill()
-    print(f"slurm grid (4 runs, one requeued): {time.monotonic() - t0:.0f} s")
+    print(f"slurm grid (4 runs, one requeued, one preempted): {time.monotonic() - t0:.0f} s")
     assert proc.returncode == 0, output[-3000:]
     assert "submitted 4 runs to Slurm as array job" in output and "report:" in output
     assert "Restarts=1" in slurm_cluster.run("scontrol", "show", "job", job)
     jobs = json.loads((out / "slurm-jobs.json").read_text())["jobs"]
     log = next(Path(j["stderr"]) for j in jobs if j["job_id"] == job)
     assert "took over the stale lock" in log.read_text(), log.read_text()[-2000:]  # the second start resumed
+    assert "Restarts=1" in slurm_cluster.run("scontrol", "show", "job", preempted)
+    said = Path(next(j["stdout"] for j in jobs if j["job_id"] == preempted)).read_text()
+    assert f"Requeued job {preempted}" in said and said.count("Starting with JobEnvironment") == 2, said[-2000:]
     assert _rows(out) == _rows(local_grid)
     assert _summaries(out) == _summaries(local_grid) and len(_summaries(out)) == 4
     ours, theirs = (json.loads((d / "results.json").read_text()) for d in (out, local_grid))
