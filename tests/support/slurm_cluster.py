@@ -37,11 +37,13 @@ def _which(name: str) -> str | None:
     return shutil.which(name) or next((str(p) for d in ("/usr/sbin", "/sbin") if (p := Path(d) / name).is_file()), None)
 
 
-def install() -> None:
-    """Install slurm-wlm and munge with apt-get when a daemon or client is missing (root only)."""
+def install() -> float | None:
+    """Install slurm-wlm and munge with apt-get when a daemon or client is missing (root only); the seconds
+    it took, or None when nothing was missing."""
     missing = [n for n in (*DAEMONS, *CLIENTS) if _which(n) is None]
     if not missing:
-        return
+        return None
+    t0 = time.monotonic()
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise Unavailable(f"{', '.join(missing)} not installed, and installing needs root and apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -49,6 +51,7 @@ def install() -> None:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
         if done.returncode != 0:
             raise Unavailable(f"`{' '.join(cmd)}` failed: {(done.stderr or done.stdout).strip()[-800:]}")
+    return time.monotonic() - t0
 
 
 def _free_port() -> int:
