@@ -108,7 +108,7 @@ def _requeue_mid_run(cluster, out: Path, run: tuple[str, int]) -> str:
     assert not (run_dir / "summary.json").is_file(), "the run finished before it was stopped; make it longer"
     queued = ["squeue", "--noheader", "--array", "--jobs", job, "--format=%T"]
     _wait_for(f"job {job} back in the queue", lambda: cluster.run(*queued, check=False).strip() == "PENDING")
-    cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    cluster.release_requeued(job)
     return job
 
 
@@ -127,7 +127,7 @@ def _preempt_mid_run(cluster, out: Path, run: tuple[str, int]) -> str:
     queued = ["squeue", "--noheader", "--array", "--jobs", job, "--format=%T"]
     _wait_for(f"job {job} back in the queue", lambda: cluster.run(*queued, check=False).strip() == "PENDING")
     assert not (run_dir / "summary.json").is_file(), "the run finished before it was stopped; make it longer"
-    cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    cluster.release_requeued(job)
     return job
 
 
