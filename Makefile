@@ -11,7 +11,7 @@ ifneq ($(wildcard $(CURDIR)/../shared/data),)
 export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
 endif
 
-.PHONY: run test test-slow lint typecheck bench venv clean
+.PHONY: run test test-slow test-cluster lint typecheck bench venv clean
 
 # pyproject.toml states ranges; constraints/cpu.txt pins the exact builds this project tests (torch 2.13.0,
 # whose CPU build lies on this machine's disk: nothing multi-GB is downloaded)
@@ -20,7 +20,7 @@ CONSTRAINTS := constraints/cpu.txt
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,hf,caption]'
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,hf,caption,slurm]'
 	@touch $@
 
 venv: $(BIN)/.installed
@@ -42,6 +42,11 @@ typecheck: venv
 
 test-slow: venv
 	$(BIN)/python -m pytest -m slow
+
+# `embtie compare --launcher slurm` on a real single-node Slurm the tests start (Debian's slurm-wlm and
+# munge, installed by the fixture when missing and run as root) and multi-node torchrun on this machine
+test-cluster: venv
+	$(BIN)/python -m pytest -m "slurm or multinode"
 
 bench: venv
 	$(BIN)/python -m bench

@@ -1383,7 +1383,11 @@ NOTE_CASES = [
     ),
     note_case(
         "resume-in-a-requeued-slurm-job",
-        _held_by(lock_holders.record(host="node-17", slurm_job_id="4242"), {"SLURM_JOB_ID": "4242"}),
+        # Slurm sets SLURM_RESTART_COUNT from a job's first requeue on; the earlier start recorded none
+        _held_by(
+            lock_holders.record(host="node-17", slurm_job_id="4242"),
+            {"SLURM_JOB_ID": "4242", "SLURM_RESTART_COUNT": "1"},
+        ),
         _resumed_and_released,
         "Slurm job 4242 was requeued",
     ),

@@ -165,12 +165,39 @@ def test_a_dead_holder_whose_lock_lives_on_in_a_child_is_replaced(tmp_path, caps
 def test_a_requeued_slurm_job_takes_over_the_lock_of_its_earlier_start(tmp_path, capsys, monkeypatch):
     p = hold(tmp_path / "run", record(host="node-17", slurm_job_id="4242"))
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")  # Slurm sets it from the first requeue on
     try:
         _take(tmp_path / "run")
     finally:
         stop(p)
     err = _lines(capsys.readouterr().err)
     assert len(err) == 1 and "Slurm job 4242 was requeued" in err[0] and "host node-17" in err[0]
+    assert "(restart 1)" in err[0]
+
+
+def test_a_requeued_slurm_job_on_the_same_host_takes_over_even_a_live_pid(tmp_path, capsys, monkeypatch):
+    """Requeued onto the node it ran on: the recorded pid may already belong to a live process (here the
+    holder itself); the earlier start's restart count tells the lock is stale all the same."""
+    p = hold(tmp_path / "run", record(slurm_job_id="77", slurm_restart_count="1"))
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "2")
+    try:
+        _take(tmp_path / "run")
+    finally:
+        stop(p)
+    err = _lines(capsys.readouterr().err)
+    assert len(err) == 1 and f"pid {p.pid}" in err[0] and "Slurm job 77 was requeued" in err[0]
+
+
+def test_another_task_of_the_same_slurm_job_start_is_refused(tmp_path, monkeypatch):
+    p = hold(tmp_path / "run", record(host="node-2", slurm_job_id="88"))
+    monkeypatch.setenv("SLURM_JOB_ID", "88")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    try:
+        with pytest.raises(lock.LockError, match=r"host node-2, Slurm job 88"):
+            _take(tmp_path / "run")
+    finally:
+        stop(p)
 
 
 @pytest.mark.parametrize(("state", "taken"), [("", True), ("RUNNING", False)])

@@ -26,11 +26,16 @@ from pathlib import Path
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 
-class Launch:
-    """One torchrun launch in its own process group."""
+SINGLE_NODE = ("--standalone", "--nproc_per_node=2")
+"""torchrun's own options for the multi-process tests: one node, two processes."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        cmd = [str(TORCHRUN), "--standalone", "--nproc_per_node=2", *args]
+
+class Launch:
+    """One torchrun launch in its own process group; ``launcher``: torchrun's own options (the rendezvous,
+    nodes and processes; default ``SINGLE_NODE``)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], launcher: tuple[str, ...] = SINGLE_NODE) -> None:
+        cmd = [str(TORCHRUN), *launcher, *args]
         env = {**env, "PYTHONFAULTHANDLER": "1"}
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 

@@ -12,6 +12,7 @@ from embtie.decisions.sequential import SequentialDesign
 
 if TYPE_CHECKING:
     from embtie.comparison import CompareSpec
+    from embtie.comparison.launchers import Launched, Launcher
 
 HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
 DESCRIPTION = (
@@ -88,10 +89,103 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=SequentialDesign.step,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
+    _add_launcher_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
     )
+
+
+def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
+    """--launcher and the options of the Slurm launcher (docs/cluster.md)."""
+    from embtie.commands.common import number_arg
+
+    where = parser.add_argument_group("where the runs train (docs/cluster.md)")
+    where.add_argument(
+        "--launcher",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: on this machine (--jobs processes; the default); slurm: one Slurm job per run through submitit "
+        "(pip install 'embtie[slurm]'), each resuming from its run's checkpoints when requeued",
+    )
+    where.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, one line per run (strategy, seed, run folder, resources, train/resume/finished), "
+        "and train or submit nothing",
+    )
+    where.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="(slurm) submit and exit; the same command run later collects the finished runs into the report and "
+        "submits only runs whose jobs are no longer queued or running",
+    )
+    where.add_argument("--slurm-partition", default=None, metavar="NAME", help="(slurm) the partition of the jobs")
+    where.add_argument(
+        "--gpus-per-run",
+        type=number_arg(int, "--gpus-per-run", ge=0),
+        default=None,
+        metavar="N",
+        help="(slurm) GPUs per job: 0 (the default) or 1 (a run trains in one process; train.device=auto takes it)",
+    )
+    where.add_argument(
+        "--time",
+        default=None,
+        metavar="TIME",
+        help="(slurm) time limit per job: MINUTES, HH:MM:SS or D-HH:MM:SS (default 60 minutes; a job that reaches "
+        "it is requeued and resumes, up to 3 times)",
+    )
+    where.add_argument(
+        "--mem", default=None, metavar="SIZE", help="(slurm) memory per job, e.g. 16G (default: the partition's)"
+    )
+    where.add_argument(
+        "--slurm-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="(slurm) any further sbatch flag, repeatable: --slurm-arg qos=high --slurm-arg constraint=a100",
+    )
+    where.add_argument(
+        "--poll",
+        type=number_arg(float, "--poll", gt=0),
+        default=None,
+        metavar="SECONDS",
+        help="(slurm) seconds between looks at the queue while waiting (default 30)",
+    )
+
+
+def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
+    """The launcher the options ask for (a ConfigError when they do not fit together)."""
+    from embtie import comparison
+    from embtie.comparison.launchers import LocalLauncher, SlurmLauncher, SlurmResources, slurm, slurm_resources
+    from embtie.errors import ConfigError
+
+    slurm_only = {
+        "--no-wait": args.no_wait or None,
+        "--slurm-partition": args.slurm_partition,
+        "--gpus-per-run": args.gpus_per_run,
+        "--time": args.time,
+        "--mem": args.mem,
+        "--slurm-arg": args.slurm_arg or None,
+        "--poll": args.poll,
+    }
+    if args.launcher == "local":
+        given = [flag for flag, value in slurm_only.items() if value is not None]
+        if given:
+            raise ConfigError(f"{given[0]} is an option of --launcher slurm; add --launcher slurm or leave it out")
+        return LocalLauncher(args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1))
+    if args.jobs is not None:
+        raise ConfigError("--jobs is for --launcher local; on Slurm every run is a job of its own")
+    if args.no_wait and args.until_decided:
+        raise ConfigError("--until-decided waits for each round to decide the next; leave out --no-wait")
+    resources = SlurmResources(
+        partition=args.slurm_partition,
+        gpus_per_run=args.gpus_per_run or 0,
+        time_min=slurm_resources.parse_time(args.time) if args.time is not None else slurm_resources.DEFAULT_TIME_MIN,
+        mem=slurm_resources.parse_mem(args.mem) if args.mem is not None else None,
+        extra=slurm_resources.parse_slurm_args(args.slurm_arg),
+    )
+    return SlurmLauncher(resources, wait=not args.no_wait, poll_s=args.poll if args.poll is not None else slurm.POLL_S)
 
 
 def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
@@ -167,35 +261,77 @@ def _check_before_writing(spec: CompareSpec) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from embtie.errors import ConfigError
     from embtie.rundir import lock
 
     spec, default_job = _spec(args)
+    launcher = _launcher(args, default_job)
+    if args.dry_run:
+        if args.report_only:
+            raise ConfigError("--dry-run trains nothing and --report-only draws the report; give one of them")
+        return _dry_run(spec, launcher)
     with lock.hold(spec.out_dir, "comparison", lock.command_line()):  # one writer per output folder
-        return _compare(spec, default_job, args)
+        return _compare(spec, args, launcher)
 
 
-def _compare(spec: CompareSpec, default_job: bool, args: argparse.Namespace) -> int:
+def _dry_run(spec: CompareSpec, launcher: Launcher) -> int:
+    """Print the plan (one line per run) and touch nothing."""
     from embtie import comparison
-    from embtie.comparison import rounds
-    from embtie.reporting import comparison_report, document
 
-    out = spec.out_dir
-    t0 = time.perf_counter()
-    jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
-    if not args.report_only:
-        _check_before_writing(spec)
+    comparison.plan(spec)  # every config checked (ConfigError) before anything is printed
+    rounds = " (the first round of --until-decided)" if spec.design is not None else ""
+    lines = launcher.plan_lines(spec)
+    print(f"plan: {len(lines)} runs{rounds} with --launcher {launcher.name}; nothing is trained or submitted")
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _train(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> tuple[CompareSpec, Launched | None]:
+    """Train (or, with --report-only, look at) the runs; the spec with the rounds run, and the launch's outcome."""
+    from embtie.comparison import rounds
+
     if spec.design is not None:
         counts = (
             rounds.settled_counts(spec)
             if args.report_only
-            else rounds.run_until_decided(spec, progress=not args.no_progress, jobs=jobs)
+            else rounds.run_until_decided(spec, progress=not args.no_progress, launcher=launcher)
         )
-        spec = replace(spec, seed_counts=counts)
-        runs = comparison.finished_runs(comparison.plan(spec))
-    elif args.report_only:
-        runs = comparison.finished_runs(comparison.plan(spec))
-    else:
-        runs = comparison.execute(spec, progress=not args.no_progress, jobs=jobs)
+        return replace(spec, seed_counts=counts), None
+    if args.report_only:
+        return spec, None
+    return spec, launcher.launch(spec, progress=not args.no_progress)
+
+
+def _unfinished(launched: Launched | None, finished: int) -> int:
+    """Say what is left of a launch (failed runs and their logs, runs in flight); the exit status."""
+    import sys
+
+    if launched is None or launched.complete:
+        return 0
+    for f in launched.failed:
+        print(f"embtie compare: error: {f.describe()}", file=sys.stderr)
+    left = []
+    if launched.failed:
+        left.append(f"{len(launched.failed)} failed (run the same command again to resubmit them; they resume)")
+    if launched.in_flight:
+        left.append(f"{len(launched.in_flight)} still queued or running (run the same command again to collect them)")
+    print(f"{finished} of {len(launched.runs)} runs finished; " + "; ".join(left))
+    return 1 if launched.failed else 0
+
+
+def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:
+    from embtie import comparison
+    from embtie.reporting import comparison_report, document
+
+    out = spec.out_dir
+    t0 = time.perf_counter()
+    if not args.report_only:
+        _check_before_writing(spec)
+    spec, launched = _train(spec, args, launcher)
+    runs = comparison.finished_runs(comparison.plan(spec))
+    if not runs and launched is not None:
+        return _unfinished(launched, 0)  # nothing to report yet
     results = comparison.collect(spec, runs)
     csv_path, json_path = comparison.write_tables(results, out)
     md, page = document.write(comparison_report.build(results, out), out)
@@ -204,4 +340,4 @@ def _compare(spec: CompareSpec, default_job: bool, args: argparse.Namespace) -> 
     print(f"report: {page.resolve()}")
     print(f"        {md.resolve()}")
     print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")
-    return 0
+    return _unfinished(launched, len(runs))

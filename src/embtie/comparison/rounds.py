@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from embtie.comparison.execution import execute
+from embtie.comparison.launchers.base import Launcher
+from embtie.comparison.launchers.local import LocalLauncher
 from embtie.comparison.plan import BASELINE, CompareSpec, plan
 from embtie.comparison.results import finished_runs, read_run, result_row
 from embtie.comparison.verdicts import TESTED, metric_verdicts, primary_metric
@@ -40,11 +41,13 @@ def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
     return want
 
 
-def run_until_decided(spec: CompareSpec, progress: bool = True, jobs: int = 1) -> dict[str, int]:
-    """Train round after round; returns the seeds each strategy ended with."""
+def run_until_decided(spec: CompareSpec, progress: bool = True, launcher: Launcher | None = None) -> dict[str, int]:
+    """Train round after round (with ``launcher``, by default this process); returns the seeds each strategy
+    ended with. A round whose runs did not all finish (a run failed on a cluster) stops with ``LaunchError``."""
+    launcher = launcher or LocalLauncher()
     counts = {s: _design(spec).first for s in spec.strategies}
     while True:
-        execute(replace(spec, seed_counts=counts), progress=progress, jobs=jobs)
+        launcher.launch(replace(spec, seed_counts=counts), progress=progress).require_complete()
         following = next_counts(spec, counts)
         if following == counts:
             return counts

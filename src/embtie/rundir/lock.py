@@ -15,8 +15,9 @@ A stale lock is recognised and taken over with a one-line note:
   file lock at once and finds the dead holder's info file;
 - the file lock is still held but the recorded holder is gone: its process no longer runs on this host
   (a child that inherited the lock's descriptor keeps it alive), or it was an earlier start of this very
-  Slurm job (a requeued job runs one start at a time), or ``squeue`` says its Slurm job has ended. The
-  lock file is then replaced by a new one.
+  Slurm job (same ``SLURM_JOB_ID``, another ``SLURM_RESTART_COUNT``: a requeued job runs one start at a
+  time, on this host or another), or ``squeue`` says its Slurm job has ended. The lock file is then
+  replaced by a new one.
 
 Taking, replacing and releasing the lock happen under a short guard lock (``FOLDER/.embtie-lock.guard``),
 so that no one judges a lock while another process is between taking it and recording itself.
@@ -133,6 +134,8 @@ def gone(holder: Holder) -> str | None:
     ended), or None when it may still be running."""
     if holder.is_me():
         return None
+    if requeued := _earlier_start_of_this_job(holder):
+        return requeued
     if holder.host == socket.gethostname():
         if not _pid_alive(holder.pid):
             return "its process is gone"
@@ -140,12 +143,22 @@ def gone(holder: Holder) -> str | None:
         if holder.process_start is not None and start is not None and start != holder.process_start:
             return "its process is gone (the pid now belongs to another process)"
         return None
-    mine = os.environ.get("SLURM_JOB_ID")
-    if holder.slurm_job_id and holder.slurm_job_id == mine:
-        return f"Slurm job {mine} was requeued and this is its new start"
     if holder.slurm_job_id and _slurm_job_ended(holder.slurm_job_id):
         return f"Slurm job {holder.slurm_job_id} has ended"
     return None
+
+
+def _earlier_start_of_this_job(holder: Holder) -> str | None:
+    """Why ``holder`` was an earlier start of this process's own Slurm job (same ``SLURM_JOB_ID``, another
+    ``SLURM_RESTART_COUNT``: Slurm runs one start of a job at a time, so a requeued job's old lock is
+    stale on any host), or None. Another task of this very start (same restart count) is not stale."""
+    mine = os.environ.get("SLURM_JOB_ID")
+    if not holder.slurm_job_id or holder.slurm_job_id != mine:
+        return None
+    restarts = os.environ.get("SLURM_RESTART_COUNT")
+    if (holder.slurm_restart_count or "0") == (restarts or "0"):
+        return None
+    return f"Slurm job {mine} was requeued and this is its new start (restart {restarts or 0})"
 
 
 def _pid_alive(pid: int) -> bool:
