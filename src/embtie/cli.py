@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "hf-compare": "hf_compare",
     "export": "export",
     "config": "config",
+    "plan": "plan",
 }
 
 
