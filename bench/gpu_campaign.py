@@ -25,13 +25,16 @@ small arguments, so that a test can run the whole campaign where no GPU is lent.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -193,28 +196,33 @@ def step_env(work: Path, site: Path | None) -> dict[str, str]:
 
 
 def _run_command(cmd: list[str], env: dict[str, str], deadline: float, log) -> dict:
+    """Run ``cmd`` (its own process group: worker processes included), echoing and logging its output; at
+    ``deadline`` the whole group is killed."""
     t0 = time.monotonic()
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    stopped = threading.Event()
+
+    def stop() -> None:
+        stopped.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    timer = threading.Timer(max(deadline - time.monotonic(), 0.0), stop)
+    timer.start()
     assert proc.stdout is not None
-    timed_out = False
-    try:
-        for line in proc.stdout:  # echo and log as it comes
-            sys.stdout.write(line)
-            log.write(line)
-            if time.monotonic() > deadline:
-                timed_out = True
-                break
-        proc.wait(timeout=max(deadline - time.monotonic(), 1))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    if timed_out:
-        proc.kill()
-        proc.wait()
+    for line in proc.stdout:  # until the command ends or is killed
+        sys.stdout.write(line)
+        log.write(line)
+    proc.wait()
+    timer.cancel()
+    if stopped.is_set():
         log.write("[campaign] stopped at the step's time budget; what it finished is packed\n")
-    return {"command": cmd, "returncode": proc.returncode if not timed_out else -9,
-            "seconds": round(time.monotonic() - t0, 1), "timed_out": timed_out}  # fmt: skip
+    return {"command": cmd, "returncode": proc.returncode, "seconds": round(time.monotonic() - t0, 1),
+            "timed_out": stopped.is_set()}  # fmt: skip
 
 
 def pack(step: Step, work: Path, out: Path) -> Path:
@@ -231,21 +239,24 @@ def pack(step: Step, work: Path, out: Path) -> Path:
     return target
 
 
-def run_step(name: str, dry: bool, work: Path, out: Path, python: str) -> Outcome:
+def run_step(name: str, dry: bool, work: Path, out: Path, python: str, budget_s: float | None = None) -> Outcome:
+    """Run one step's commands within its time budget, write its status and pack it."""
     step = STEPS[name]
+    deadline = time.monotonic() + (step.budget_s if budget_s is None else budget_s)
     py = [python]
     logs = work / LOGS / name
     logs.mkdir(parents=True, exist_ok=True)
     site = install_wheels(py, work)
     env = step_env(work, site)
     result = Outcome(name, dry, machine=machine(py, env))
-    deadline = time.monotonic() + step.budget_s
     print(f"[campaign] step {name}: {step.about}{' (dry run)' if dry else ''}", flush=True)
     with open(logs / "log.txt", "w") as log:
         for cmd in step.commands(py, dry, work):
-            if time.monotonic() > deadline:
-                break
-            result.commands.append(_run_command(cmd, env, deadline, log))
+            if time.monotonic() < deadline:
+                result.commands.append(_run_command(cmd, env, deadline, log))
+            else:  # the budget is spent: recorded as not run
+                log.write(f"[campaign] not run, the step's time budget is spent: {' '.join(cmd)}\n")
+                result.commands.append({"command": cmd, "returncode": None, "seconds": 0.0, "timed_out": True})
     status = {"step": name, "dry_run": dry, "ok": result.ok, "machine": result.machine, "commands": result.commands}
     (logs / "status.json").write_text(json.dumps(status, indent=2) + "\n")
     target = pack(step, work, out)
@@ -282,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", default=os.environ.get("OUT") or "gpu-out", help="where the packs go (default $OUT)")
     r.add_argument("--work", default=str(ROOT / ".gpu" / "work"), help="where the steps write (default .gpu/work)")
     r.add_argument("--python", default=sys.executable, help="the python that runs the steps (default this one)")
+    r.add_argument("--budget-s", type=float, default=None, help="seconds per step (default 540: 9 minutes)")
     u = sub.add_parser("unpack", help="extract packs into the repository and merge their benchmark sections")
     u.add_argument("packs", nargs="+")
     u.add_argument("--into", default=str(ROOT))
@@ -299,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = list(STEPS) if args.step == "all" else [args.step]
     work, out = Path(args.work).resolve(), Path(args.out).resolve()
-    results = [run_step(n, args.dry_run, work, out, args.python) for n in names]
+    results = [run_step(n, args.dry_run, work, out, args.python, args.budget_s) for n in names]
     return 0 if all(o.ok for o in results) else 1
 
 

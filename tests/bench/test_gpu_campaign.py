@@ -83,6 +83,17 @@ def test_unpack_merges_sections_and_the_report_redraws_from_runs_without_weights
     assert all(f"| {s} |" in report for s in gpu_campaign.SLICE.strategies)
 
 
+def test_a_step_past_its_budget_is_stopped_and_still_packs(tmp_path):
+    done = _campaign("run", "mt-tied", "--dry-run", "--budget-s", "8", "--out", str(tmp_path / "out"),
+                     "--work", str(tmp_path / "work"))  # fmt: skip
+    assert done.returncode == 1
+    logs = tmp_path / "work" / gpu_campaign.LOGS / "mt-tied"
+    status = json.loads((logs / "status.json").read_text())
+    assert not status["ok"] and status["commands"][0]["timed_out"]
+    assert "time budget" in (logs / "log.txt").read_text()
+    assert f"{gpu_campaign.LOGS}/mt-tied/status.json" in _names(tmp_path / "out" / "gpu-mt-tied.tar.gz")
+
+
 def test_the_gpu_commands_are_the_campaigns(tmp_path):
     cmds = {n: s.commands(["python3"], False, tmp_path) for n, s in gpu_campaign.STEPS.items()}
     assert "cuda" in cmds["bench"][0] and "lce_anchor,loss_large" in cmds["lce"][0]
