@@ -92,8 +92,8 @@ class CaptioningTask(Task[Captioner], Captions[Captioner]):
         return math.ceil(len(self.pairs("train")[1]) / self.data.batch_size)
 
     def training_text(self) -> TrainingText:
-        captions = [c for caps in self.references("train")[1] for c in caps]
-        return TrainingText(tokens=sum(min(len(c), self.data.max_len) + 1 for c in captions), sequences=len(captions))
+        pairs = CaptionPairs.encode(self.references("train")[1], self.vocab, self.data.max_len)  # no features
+        return TrainingText(tokens=sum(len(ids) + 1 for ids in pairs.ids), sequences=len(pairs))  # + </s>
 
     def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> CaptionBatch:
         feats, pairs = self.pairs("train")
