@@ -130,3 +130,18 @@ def test_plan_command_prints_tables_and_json(capsys):
     assert data["strategies"][1]["params"]["learned"] > data["strategies"][0]["params"]["learned"]
     assert cli.main(["plan", "ptb-gpt-tiny", "--hardware", "h1000"]) == 2
     assert "did you mean 'h100'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["ptb-gpt-tiny", "--hardware", "cpu:2", "--gpus", "2"], "--gpus is for a GPU; give CPU cores as cpu:N"),
+        (["--hardware", "h100"], "give a preset"),
+        (["ptb-gpt-tiny", "--hardware", "h100", "--gpus", "0"], "--gpus 0 must be >= 1"),
+        (["ptb-gpt-tiny", "--hardware", "h100", "--strategies", "tide"], "tide"),
+    ],
+)
+def test_plan_refuses_bad_arguments_in_one_line(argv, message, capsys):
+    assert cli.main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -48,13 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from embtie import comparison
-    from embtie.commands.compare import _split_preset
+    from embtie.commands.common import split_preset
     from embtie.errors import ConfigError
     from embtie.planning import hardware
     from embtie.planning.grid import plan_grid
 
     hw = hardware.parse(args.hardware, args.gpus)
-    preset, overrides = _split_preset(args)
+    preset, overrides = split_preset(args.args)
     if preset is None:
         raise ConfigError("give a preset (or YAML file) to plan, e.g. `embtie plan ptb-gpt-tiny --hardware cpu:2`")
     strategies = None if args.strategies is None else comparison.split_strategies(args.strategies)
