@@ -161,14 +161,22 @@ class Outcome:
         return all(c["returncode"] == 0 for c in self.commands)
 
 
+PROBE = (
+    "import json, platform, torch; print(json.dumps({'python': platform.python_version(), 'torch': "
+    "torch.__version__, 'gpu': torch.cuda.get_device_name() if torch.cuda.is_available() else 'none'}))"
+)
+
+
 def machine(py: list[str], env: dict[str, str]) -> dict[str, str]:
-    """What the step ran on: python, torch, the GPU, the date."""
-    probe = (
-        "import json, platform, torch; print(json.dumps({'python': platform.python_version(), 'torch': "
-        "torch.__version__, 'gpu': torch.cuda.get_device_name() if torch.cuda.is_available() else 'none'}))"
-    )
-    out = subprocess.run([*py, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
-    info = json.loads(out.stdout) if out.returncode == 0 else {"torch": f"not importable: {out.stderr[-200:]}"}
+    """What the step ran on: python, torch, the GPU, the date (asked in this process when it is that python)."""
+    if py == [sys.executable]:
+        import torch
+
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
+        info = {"python": platform.python_version(), "torch": torch.__version__, "gpu": gpu}
+    else:
+        out = subprocess.run([*py, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True)
+        info = json.loads(out.stdout) if out.returncode == 0 else {"torch": f"not importable: {out.stderr[-200:]}"}
     info["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     info["host"] = f"{platform.node()}, {os.cpu_count()} cores"
     return info
@@ -180,9 +188,13 @@ def install_wheels(py: list[str], work: Path) -> Path | None:
     if not wheels:
         return None
     site = work / "site"
+    marker, names = site / ".wheels", "\n".join(w.name for w in wheels)
+    if marker.is_file() and marker.read_text() == names:  # installed by an earlier step
+        return site
     cmd = [*py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
            "--upgrade", "--target", str(site), *map(str, wheels)]  # fmt: skip
     subprocess.run(cmd, check=True)
+    marker.write_text(names)
     return site
 
 

@@ -101,3 +101,23 @@ def test_the_gpu_commands_are_the_campaigns(tmp_path):
     assert tied[tied.index("--seeds") + 1] == "5" and "train.device=cuda" in tied
     assert not any(o.startswith(("train.max_steps", "train.epochs", "model.")) for o in tied)  # the full budget
     assert "--report-only" in cmds["report"][0]
+
+
+def test_the_gpu_commands_name_real_sections_and_valid_configs(tmp_path):
+    """What the dry run cannot reach: the GPU-only arguments are checked without running them."""
+    from bench.__main__ import SECTIONS
+
+    from embtie import cli, comparison
+    from embtie.commands import compare
+
+    for name in ("bench", "lce"):
+        cmd = gpu_campaign.STEPS[name].commands(["python3"], False, tmp_path)[0]
+        assert set(cmd[cmd.index("--only") + 1].split(",")) <= set(SECTIONS)
+    for name in [*(f"mt-{s}" for s in gpu_campaign.SLICE.strategies), "report"]:
+        cmd = gpu_campaign.STEPS[name].commands(["python3"], False, tmp_path)[0]
+        args, extra = cli.build_parser().parse_known_args(cmd[cmd.index("compare") :])
+        args.args.extend(extra)  # as embtie's main does with overrides after options
+        spec, _ = compare._spec(args)
+        runs = comparison.plan(spec)
+        assert {r.seed for r in runs} == set(range(gpu_campaign.SLICE.seeds))
+        assert all(r.cfg.train.device == "cuda" and r.cfg.train.epochs == 5 for r in runs)
