@@ -11,7 +11,7 @@ ifneq ($(wildcard $(CURDIR)/../shared/data),)
 export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
 endif
 
-.PHONY: run test test-slow test-cluster lint typecheck bench venv clean
+.PHONY: run test test-slow test-cluster lint typecheck bench venv clean gpu gpu-wheels gpu-data
 
 # pyproject.toml states ranges; constraints/cpu.txt pins the exact builds this project tests (torch 2.13.0,
 # whose CPU build lies on this machine's disk: nothing multi-GB is downloaded)
@@ -50,6 +50,27 @@ test-cluster: venv
 
 bench: venv
 	$(BIN)/python -m bench
+
+# The GPU campaign (docs/gpu.md; bench/gpu_campaign.py): `make gpu STEP=NAME` runs one step, `make gpu` all,
+# `make gpu DRY=1` all on the CPU at tiny sizes. No venv: the machine's own python3 and torch run it (here the
+# venv's python when there is one). `make gpu-wheels gpu-data` prepare, on a machine with a registry, what the
+# GPU machine lacks, in .gpu/ (ignored; carried to the lent machine).
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+STEP ?= all
+GPU_WHEELS := liger-kernel==0.8.5 cut-cross-entropy==25.1.1 sacremoses==0.2.0
+GPU_DATA := ptb multi30k wikitext-2
+
+gpu:
+	PYTHONPATH=src:. $(GPU_PYTHON) -m bench.gpu_campaign run $(STEP) $(if $(DRY),--dry-run)
+
+gpu-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d .gpu/wheels $(GPU_WHEELS)
+
+gpu-data:
+	mkdir -p .gpu/data
+	cp -r $(addprefix $(EMBTIE_DATA)/,$(GPU_DATA)) .gpu/data/
+	chmod -R u+w .gpu/data
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

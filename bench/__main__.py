@@ -38,7 +38,9 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
     "conv_mt": lambda a: conv_mt.run(a.repeats or 3, 3, 64),
     "adaptive": lambda a: adaptive.run(a.large, a.device, a.repeats or 5),
-    "lce_anchor": lambda a: lce_anchor.run(a.device, a.repeats or (1 if a.quick else 2), a.quick, a.large),
+    "lce_anchor": lambda a: lce_anchor.run(
+        a.device, a.repeats or (1 if a.quick or a.tiny else 2), a.quick, a.large, a.tiny
+    ),
 }
 NEEDS_HF = ("hf_gpt2", "beam")
 LARGE_ONLY = ("loss_large",)
@@ -73,16 +75,20 @@ def _section_text(name: str, sec: Section, info: dict[str, str], command: str, s
     )
 
 
-def update_markdown(path, texts: dict[str, str]) -> None:
-    """Replace (or append) the sections in ``texts`` in the file, keeping the others, in SECTIONS order."""
+def update_markdown(path, texts: dict[str, str], header: str | None = HEADER) -> None:
+    """Replace (or append) the sections in ``texts`` in the file, keeping the others, in SECTIONS order;
+    ``header=None`` keeps the file's own text before its first section (BENCHMARKS-cuda.md's)."""
     old = path.read_text() if path.exists() else ""
+    if header is None:
+        first = old.find("<!-- bench:")
+        header = (old if first < 0 else old[:first]).rstrip("\n") + "\n"
     blocks: dict[str, str] = {}
     for m in re.finditer(r"(?s)<!-- bench:(\w+) -->\n.*?<!-- /bench:\1 -->\n", old):
         blocks[m.group(1)] = m.group(0)
     blocks.update(texts)
     known = [n for k in SECTIONS for n in ((k, "loss_memory") if k == "loss" else (k,))]
     order = [n for n in known if n in blocks] + [n for n in blocks if n not in known]
-    path.write_text(HEADER + "\n" + "\n".join(blocks[n] for n in order))
+    path.write_text(header + "\n" + "\n".join(blocks[n] for n in order))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="of the strategy-overhead steps")
     p.add_argument("--memory-only", action="store_true", help="loss section: the memory table only")
     p.add_argument("--quick", action="store_true", help="lce_anchor section: small sizes, one round")
+    p.add_argument("--tiny", action="store_true", help="lce_anchor section: one tiny case (seconds; for tests)")
     p.add_argument(
         "--overhead-batch", type=int, default=None, help="overhead section: sequences per step (default: preset's 16)"
     )
@@ -129,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         key = "loss_memory" if name == "loss" and args.memory_only else name  # keep the full loss block
         texts[key] = _section_text(key, sec, info, command.strip(), seconds)
         if args.out:  # write after every section, so an interrupted run keeps what it measured
-            update_markdown(Path(args.out), {key: texts[key]})
+            out = Path(args.out)  # BENCHMARKS.md gets the CPU header; another file keeps its own
+            update_markdown(out, {key: texts[key]}, HEADER if out.resolve() == ROOT / "BENCHMARKS.md" else None)
     return 0
 
 

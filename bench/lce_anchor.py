@@ -36,7 +36,11 @@ from bench.common import ROOT, Section, Timings, child_env, fmt, interleaved, md
 from bench.loss_memory import _peak_rss_mib
 from embtie import sharing
 
-BASE = "torch_chunked"
+TORCH_LCE = hasattr(F, "linear_cross_entropy")  # foreign: torch's own fused op (a recent torch)
+BASE = "torch_chunked" if TORCH_LCE else "plain"
+"""the method every ratio is taken against: torch's fused op, or plain where the installed torch lacks it
+(the GPU machines lent to this project have their own, older torch)."""
+TORCH_METHODS = ("torch_chunked", "torch_ref")
 CUDA_EXTRAS = {"liger": "liger_kernel", "cce": "cut_cross_entropy"}
 
 
@@ -53,9 +57,12 @@ class Case:
         return f"tied N={self.tokens} V={self.vocab} d={self.dim} {self.dtype}"
 
 
-def cases(quick: bool = False, large: bool = False) -> list[Case]:
-    """The reference shape with every method, then a GPT-2-like head, bf16 and a narrow-vocabulary head."""
-    every = ("embtie", BASE, "torch_ref", "plain")
+def cases(quick: bool = False, large: bool = False, tiny: bool = False) -> list[Case]:
+    """The reference shape with every method, then a GPT-2-like head, bf16 and a narrow-vocabulary head
+    (``tiny``: one small case of every method, seconds: the GPU campaign's dry run)."""
+    every = tuple(m for m in ("embtie", "torch_chunked", "torch_ref", "plain") if TORCH_LCE or m not in TORCH_METHODS)
+    if tiny:
+        return [Case(128, 1024, 64, methods=every)]
     if quick:
         return [Case(2048, 32768, 512, methods=every), Case(256, 8192, 256, "bf16")]
     out = [
@@ -124,6 +131,8 @@ def _step(fn: Callable, s, h, t) -> None:
 def available(case: Case, device: torch.device) -> tuple[tuple[str, ...], list[str]]:
     """The case's methods plus the CUDA libraries found (on CUDA), and one line per library skipped."""
     methods, notes = list(case.methods), []
+    if not TORCH_LCE:
+        notes.append(f"torch_chunked, torch_ref skipped: torch {torch.__version__} has no F.linear_cross_entropy")
     if device.type == "cuda":
         for name, module in CUDA_EXTRAS.items():
             if importlib.util.find_spec(module) is None:
@@ -198,10 +207,12 @@ def _summary(case: Case, figures: dict[str, float]) -> str:
     )
 
 
-def run(device_name: str = "auto", repeats: int = 2, quick: bool = False, large: bool = False) -> Section:
+def run(
+    device_name: str = "auto", repeats: int = 2, quick: bool = False, large: bool = False, tiny: bool = False
+) -> Section:
     device = pick_device(device_name)
     rows, mem_rows, figures, notes, summary = [], [], {}, [], []
-    for case in cases(quick, large):
+    for case in cases(quick, large, tiny):
         print(f"[lce_anchor] {case.label}", flush=True)
         notes += [n for n in available(case, device)[1] if n not in notes]
         r, m, f = measure(case, device, repeats)

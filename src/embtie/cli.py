@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "data": "data",
     "config": "config",
+    "plan": "plan",
 }
 
 

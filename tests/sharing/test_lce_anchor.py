@@ -19,6 +19,9 @@ import torch.nn.functional as F
 
 from embtie import sharing
 
+if not hasattr(F, "linear_cross_entropy"):  # foreign: torch releases before the fused op (GPU machines' own)
+    pytest.skip(f"torch {torch.__version__} has no F.linear_cross_entropy", allow_module_level=True)
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

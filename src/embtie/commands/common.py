@@ -114,3 +114,16 @@ def read_stdin_lines(what: str = "stdin") -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line.rstrip("\r") for line in lines]
+
+
+def split_preset(args: list[str]) -> tuple[str | None, list[str]]:
+    """Positional arguments ``[PRESET] [key=value ...]``: an optional preset first (no '=', or a file),
+    then key=value overrides (`embtie compare`, `embtie plan`)."""
+    items = list(args)
+    preset = None
+    if items and ("=" not in items[0] or Path(items[0]).is_file()):
+        preset = items.pop(0)
+    for o in items:
+        if "=" not in o:
+            raise ConfigError(f"{o!r} is not a key=value override; give the preset first, then key=value overrides")
+    return preset, items

@@ -188,27 +188,14 @@ def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
     return SlurmLauncher(resources, wait=not args.no_wait, poll_s=args.poll if args.poll is not None else slurm.POLL_S)
 
 
-def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
-    """The positional arguments: an optional preset first (no '='), then key=value overrides."""
-    from embtie.errors import ConfigError
-
-    items = list(args.args)
-    preset = None
-    if items and ("=" not in items[0] or Path(items[0]).is_file()):
-        preset = items.pop(0)
-    for o in items:
-        if "=" not in o:
-            raise ConfigError(f"{o!r} is not a key=value override; give the preset first, then key=value overrides")
-    return preset, items
-
-
 def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
     from embtie import comparison, sharing
+    from embtie.commands.common import split_preset
     from embtie.decisions import DEFAULT_MARGINS, parse_margins
     from embtie.errors import ConfigError
 
-    given, overrides = _split_preset(args)
+    given, overrides = split_preset(args.args)
     if args.max_seeds is not None and args.seeds is not None and args.max_seeds < args.seeds:
         raise ConfigError(f"--max-seeds {args.max_seeds} must be >= --seeds {args.seeds}")
     default_job = given is None

@@ -11,7 +11,7 @@ and perplexity is declared by inheriting ``embtie.tasks.capabilities``' classes.
 from __future__ import annotations
 
 from embtie.tasks import captioning, lm, translation  # noqa: F401  (registers "captioning", "lm", "translation")
-from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.base import StepLoss, Task, TrainingText
 from embtie.tasks.registry import data_config_class, get, names, register
 
-__all__ = ["StepLoss", "Task", "data_config_class", "get", "names", "register"]
+__all__ = ["StepLoss", "Task", "TrainingText", "data_config_class", "get", "names", "register"]

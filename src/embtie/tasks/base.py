@@ -52,6 +52,20 @@ class StepLoss:
     """target tokens in this batch (on this process)."""
 
 
+@dataclass(frozen=True)
+class TrainingText:
+    """One pass over the training data: its target tokens (what a run's tokens/s counts, </s> included)
+    and the sequences they come in (LM windows, sentence pairs, captions)."""
+
+    tokens: int
+    sequences: int
+
+    @property
+    def mean_length(self) -> float:
+        """Target tokens per sequence: the context length self-attention works over."""
+        return self.tokens / max(self.sequences, 1)
+
+
 class Task(ABC, Generic[M]):
     """Base class of tasks; register subclasses with ``embtie.tasks.register``."""
 
@@ -106,6 +120,11 @@ class Task(ABC, Generic[M]):
     @abstractmethod
     def steps_per_epoch(self, world_size: int = 1) -> int:
         """Optimizer steps in one pass over the training data."""
+
+    @abstractmethod
+    def training_text(self) -> TrainingText:
+        """The size of one pass over the training data; cheap: no model, no image features (``embtie plan``
+        sizes a run's budget with it)."""
 
     @abstractmethod
     def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> Any:

@@ -30,7 +30,7 @@ from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
 from embtie.models.captioner import Captioner, FeatureKind
 from embtie.models.image_encoders import build_encoder
-from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.base import StepLoss, Task, TrainingText
 from embtie.tasks.capabilities import Captions
 from embtie.tasks.captioning import evaluation, inputs
 from embtie.tasks.captioning.config import CaptionDataConfig
@@ -91,6 +91,10 @@ class CaptioningTask(Task[Captioner], Captions[Captioner]):
     # ------------------------------------------------------------------ training
     def steps_per_epoch(self, world_size: int = 1) -> int:
         return math.ceil(len(self.pairs("train")[1]) / self.data.batch_size)
+
+    def training_text(self) -> TrainingText:
+        pairs = CaptionPairs.encode(self.references("train")[1], self.vocab, self.data.max_len)  # no features
+        return TrainingText(tokens=sum(len(ids) + 1 for ids in pairs.ids), sequences=len(pairs))  # + </s>
 
     def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> CaptionBatch:
         feats, pairs = self.pairs("train")

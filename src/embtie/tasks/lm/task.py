@@ -24,7 +24,7 @@ from embtie.evaluation.loss_meter import LossMeter
 from embtie.models import model_class
 from embtie.models.language_model import LanguageModel
 from embtie.runtime import autocast
-from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.base import StepLoss, Task, TrainingText
 from embtie.tasks.lm.config import LMDataConfig
 from embtie.tasks.lm.streams import LMBatch, Streams, tokens, train_vocab
 from embtie.tasks.registry import register
@@ -89,6 +89,10 @@ class LMTask(Task[LanguageModel]):
 
     def steps_per_epoch(self, world_size: int = 1) -> int:
         return self.streams.steps_per_epoch()
+
+    def training_text(self) -> TrainingText:
+        windows = self.streams.steps_per_epoch() * self.data.batch_size
+        return TrainingText(tokens=windows * self.data.bptt, sequences=windows)
 
     def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> LMBatch:
         b = self.streams.batch(epoch, index, rank, world_size)

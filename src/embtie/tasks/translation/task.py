@@ -24,7 +24,7 @@ from embtie.errors import DataError
 from embtie.evaluation.bleu import corpus_scores
 from embtie.models.seq2seq import PlainEmbedding, Seq2Seq
 from embtie.sharing.base import SharingStrategy
-from embtie.tasks.base import StepLoss, Task
+from embtie.tasks.base import StepLoss, Task, TrainingText
 from embtie.tasks.capabilities import Translates
 from embtie.tasks.registry import register
 from embtie.tasks.translation import evaluation, inputs
@@ -78,6 +78,10 @@ class TranslationTask(Task[Seq2Seq], Translates[Seq2Seq]):
 
     def steps_per_epoch(self, world_size: int = 1) -> int:
         return self.batches.steps_per_epoch()
+
+    def training_text(self) -> TrainingText:
+        pairs = self.batches.pairs
+        return TrainingText(tokens=sum(len(pairs.tgt[i]) + 1 for i in pairs.indices), sequences=len(pairs))  # + </s>
 
     def train_batch(self, epoch: int, index: int, rank: int, world_size: int, device: torch.device) -> PairBatch:
         return self.batches.batch(epoch, index, rank, world_size).to(device)

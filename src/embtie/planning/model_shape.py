@@ -1,0 +1,101 @@
+"""The shape of a run's model, read off the model itself built on the meta device (no weights allocated).
+
+The model is built the one way every run builds it (``tasks.model_building``), inside
+``torch.device("meta")``: parameters have shapes and no storage. A strategy that computes its fixed table
+from data while it is built (``hadamard`` searches its rows) cannot be built there; its sharing object
+alone is then built on the CPU (a V x d table), the body still on the meta device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from embtie import models, seeding, sharing
+from embtie.analysis.param_counts import count_parameters
+from embtie.config import RunConfig
+from embtie.models import gpt, transformer_mt
+from embtie.models.seq2seq import PlainEmbedding
+from embtie.sharing.base import SharingStrategy, strategy_of
+from embtie.tasks import Task
+from embtie.tasks.model_building import build_model
+
+DOT_PRODUCT_ATTENTION = (gpt.Attention, transformer_mt.Attention)
+"""the modules whose cost grows with the context length (scaled dot-product attention)."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the estimates need to know of one model."""
+
+    vocab_size: int
+    dim: int
+    target_dim: int
+    """d_t: the width the output matrix (V x d_t) is applied at."""
+    learned: int
+    """trainable parameters (``analysis.param_counts``: what a run's summary.json records)."""
+    fixed: int
+    """the strategy's fixed tables (buffers)."""
+    lookup: int
+    """elements of tables only looked up, never multiplied: input embeddings that are not the output
+    matrix, a separate encoder embedding, learned positions."""
+    attention_layers: int
+    """scaled dot-product attention modules (self- and cross-attention)."""
+
+    @property
+    def matmul_params(self) -> int:
+        """N of the 6N rule: weights every token is multiplied with (learned and fixed, lookups left out)."""
+        return self.learned + self.fixed - self.lookup
+
+
+def _build_on_meta(cfg: RunConfig, task: Task) -> nn.Module:
+    try:
+        with torch.device("meta"):
+            return build_model(cfg, task.output_vocab_size(), task.model_arguments)
+    except (RuntimeError, NotImplementedError):  # a strategy that reads its own tensors while it is built
+        pass
+    model_class = models.model_class(cfg.model.name)
+
+    def build_sharing() -> SharingStrategy:
+        return sharing.build(
+            cfg.sharing.name, vocab_size=task.output_vocab_size(), dim=cfg.model.embedding_dim, **cfg.sharing.options
+        )
+
+    def build_body(shared: SharingStrategy) -> nn.Module:
+        with torch.device("meta"):
+            return model_class(cfg.model, shared, **task.model_arguments(shared))
+
+    return seeding.build_with_streams(cfg.seed, build_sharing, build_body)
+
+
+def _lookup_elements(model: nn.Module, strategy: SharingStrategy) -> int:
+    """Tables only looked up: nn.Embedding and PlainEmbedding modules, and the strategy's input table
+    when its logits are taken against another matrix (a separate or a fixed one)."""
+    seen: set[int] = set()
+    total = 0
+    tables = [m.weight for m in model.modules() if isinstance(m, nn.Embedding | PlainEmbedding)]
+    if strategy.separate_output_weight() is not None or strategy.parameter_counts()["fixed"] > 0:
+        tables.append(strategy.weight)
+    for w in tables:
+        if id(w) not in seen and w.requires_grad:
+            seen.add(id(w))
+            total += w.numel()
+    return total
+
+
+def measure(cfg: RunConfig, task: Task) -> ModelShape:
+    """The shape of the model ``cfg`` trains on ``task`` (whose vocabulary sets V)."""
+    model = _build_on_meta(cfg, task)
+    strategy = strategy_of(model)
+    counts = count_parameters(model, strategy)
+    return ModelShape(
+        vocab_size=task.output_vocab_size(),
+        dim=cfg.model.embedding_dim,
+        target_dim=strategy.target_dim,
+        learned=counts.learned,
+        fixed=counts.fixed,
+        lookup=_lookup_elements(model, strategy),
+        attention_layers=sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()),
+    )
