@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         holds = "/".join(_fmt_bool(h[k]) for k in ("identity", "normality", "unbiased"))
         paper = "/".join(_fmt_bool(p.get(k)) for k in ("identity", "normality", "unbiased"))
         print(f"{n:<14} {r['identity']:>9.3f} {r['normality']:>8.3f} {r['unbiased']:>9.3f}   {holds:<19}  {paper}")
+    for n, why in rep["properties_not_applicable"].items():
+        print(f"{n:<14} not applicable: {why}")
     agr = rep["paper_agreement"]
     print(f"\nMeasured verdicts agree with the paper on {agr['agree']} of {agr['claims']} claims.")
     for d in agr["disagree"]:
