@@ -19,6 +19,13 @@ DESCRIPTION = (
     "each run, and write DIR/results.csv, results.json, report.md, report.html and the PNG plots. With no "
     "arguments: the default job (a small PTB comparison, about 10 minutes on 2 CPU cores)."
 )
+EXAMPLES = (
+    "embtie compare",
+    "embtie compare ptb-gpt-tiny --strategies tied,untied,l2norm --seeds 3 --jobs 2 --out runs/cmp train.threads=1",
+    "embtie compare ptb-gpt-tiny --strategies tied,fixed-lr10=fixed:logit_scale_lr=10 --out runs/fixed",
+    "embtie compare ptb-gpt-tiny --strategies tied,l2norm --until-decided --seeds 2 --max-seeds 6 --out runs/seq",
+    "embtie compare ptb-gpt-tiny --seeds 3 --out runs/cmp --report-only",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +117,7 @@ def _split_preset(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
-    from embtie import comparison, sharing
+    from embtie import cheap, comparison, sharing
     from embtie.decisions import DEFAULT_MARGINS, parse_margins
     from embtie.errors import ConfigError
 
@@ -134,12 +141,13 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         if first < 2:
             raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
         max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
+        first, max_seeds = cheap.cap(first, cheap.MAX_SEEDS), cheap.cap(max_seeds, cheap.MAX_SEEDS)
         design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
         preset=preset,
         strategies=[label for label, _, _ in parsed],
-        seeds=design.first if design else (args.seeds if args.seeds is not None else default_seeds),
+        seeds=design.first if design else cheap.cap(args.seeds or default_seeds, cheap.MAX_SEEDS),
         first_seed=args.first_seed,
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,

@@ -13,6 +13,10 @@ DESCRIPTION = (
     "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB, and write "
     "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
 )
+EXAMPLES = (
+    "embtie hf-compare gpt2-tiny --strategies tied,l2norm --steps 300 --save-models --out runs/hf",
+    "embtie hf-compare llama-tiny --strategies tied,fixed --option fixed.logit_scale=learned --out runs/hf-llama",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +103,11 @@ def parse_options(items: list[str]) -> dict[str, dict]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from embtie import cheap
     from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
+
+    def tokens(given: int | None) -> int | None:  # EMBTIE_CHEAP: a slice of the data (embtie.cheap)
+        return cheap.cap(given or cheap.HF_TOKENS, cheap.HF_TOKENS) if cheap.enabled() else given
 
     cfg = HFCompareConfig(
         model_config=args.model_config,
@@ -107,16 +115,16 @@ def run(args: argparse.Namespace) -> int:
         options=parse_options(args.option),
         out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
         dataset=args.dataset,
-        steps=args.steps,
-        block=args.block,
-        batch_size=args.batch_size,
+        steps=cheap.cap(args.steps, cheap.HF_STEPS),
+        block=cheap.cap(args.block, 16),
+        batch_size=cheap.cap(args.batch_size, 2),
         lr=args.lr,
         warmup_steps=args.warmup_steps,
         seed=args.seed,
         init=args.init,
         device=args.device,
-        train_tokens=args.train_tokens,
-        valid_tokens=args.valid_tokens,
+        train_tokens=tokens(args.train_tokens),
+        valid_tokens=tokens(args.valid_tokens),
         save_models=args.save_models,
     )
     run_hf_compare(cfg)

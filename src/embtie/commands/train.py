@@ -14,6 +14,13 @@ DESCRIPTION = (
     "same command again resumes from the newest checkpoint; a finished run is not retrained. "
     "Multi-process: torchrun --nproc_per_node=N -m embtie train ..."
 )
+EXAMPLES = (
+    "embtie train ptb-gpt-tiny --out runs/tied",
+    "embtie train ptb-gpt-tiny sharing.name=l2norm train.max_steps=300 --out runs/l2norm",
+    "embtie train ptb-gpt-tiny --out runs/tied --print-config",
+    "embtie train multi30k-transformer-small --out runs/tf",
+    "torchrun --nproc_per_node=2 -m embtie train ptb-gpt-tiny --out runs/ddp",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
