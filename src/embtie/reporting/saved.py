@@ -1,0 +1,141 @@
+"""report.html for a results folder whose run directories are not kept: the page is drawn from the saved
+Markdown (a comparison's report.md and its PNGs, or a folder's own notes), with a note saying what it was
+drawn from. ``embtie compare ... --report-only`` redraws a report properly where the runs are at hand.
+
+    python -m embtie.reporting.saved results/su-convergence [--source report.md] [--note TEXT]
+
+The Markdown is read back into the blocks ``embtie.reporting.document`` writes (headings, paragraphs,
+tables with their italic captions, figures with their "Regenerate:" lines), so the page looks like every
+other report; code blocks become monospaced lines, lists paragraphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from embtie.reporting.document import Figure, Heading, Report, Table, Text, to_html
+
+_FIGURE = re.compile(r"^!\[(?P<caption>[^\]]*)\]\((?P<path>[^)]+)\)$")
+_REGENERATE = re.compile(r"^\*(?P<caption>.*)\* Regenerate: `(?P<command>.*)`$")
+_CAPTION = re.compile(r"^\*(?P<text>[^*].*[^*])\*$")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)")
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip().strip("|")
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
+
+
+def _plain(text: str) -> str:
+    """Markdown inline text for a report block: links as 'text (target)', emphasis markers dropped."""
+    text = _LINK.sub(lambda m: f"{m[1]} ({m[2]})", text)
+    return text.replace("**", "")
+
+
+def from_markdown(text: str, base: Path) -> Report:
+    """The Report a Markdown page describes (figure paths relative to ``base``)."""
+    lines = text.splitlines()
+    title, blocks = base.name, []
+    caption: str | None = None
+    paragraph: list[str] = []
+    i = 0
+
+    def flush() -> None:
+        nonlocal caption
+        if caption is not None:
+            blocks.append(Text(caption))
+            caption = None
+        if paragraph:
+            blocks.append(Text(_plain(" ".join(paragraph))))
+            paragraph.clear()
+
+    while i < len(lines):
+        line = lines[i].rstrip()
+        if not line.strip():
+            if paragraph:
+                flush()
+            i += 1
+            continue
+        if line.startswith("```"):
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                if lines[j].strip():
+                    blocks.append(Text(f"`{lines[j].rstrip()}`"))
+                j += 1
+            i = j + 1
+            continue
+        heading = re.match(r"^(#{1,6}) (.*)$", line)
+        if heading:
+            flush()
+            if len(heading[1]) == 1 and not blocks:
+                title = _plain(heading[2])
+            else:
+                blocks.append(Heading(_plain(heading[2]), max(2, len(heading[1]))))
+            i += 1
+            continue
+        figure = _FIGURE.match(line)
+        if figure and (base / figure["path"]).is_file():
+            flush()
+            command = ""
+            j = i + 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            regen = _REGENERATE.match(lines[j].strip()) if j < len(lines) else None
+            if regen:
+                command, i = regen["command"], j + 1
+            else:
+                i += 1
+            blocks.append(Figure(base / figure["path"], _plain(figure["caption"]), command))
+            continue
+        if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|$", lines[i + 1].strip()):
+            if paragraph:
+                blocks.append(Text(_plain(" ".join(paragraph))))
+                paragraph.clear()
+            header = _cells(line)
+            j = i + 2
+            rows = []
+            while j < len(lines) and lines[j].startswith("|"):
+                rows.append([_plain(c) for c in _cells(lines[j])])
+                j += 1
+            blocks.append(Table([_plain(h) for h in header], rows, caption or ""))
+            caption = None
+            i = j
+            continue
+        cap = _CAPTION.match(line)
+        if cap and not paragraph:
+            flush()
+            caption = _plain(cap["text"])
+            i += 1
+            continue
+        paragraph.append(line.strip())
+        i += 1
+    flush()
+    return Report(title, blocks)
+
+
+def write_saved_report(folder: Path, source: str, note: str) -> Path:
+    """``folder/report.html`` drawn from ``folder/source`` with ``note`` first; returns its path."""
+    folder = Path(folder)
+    report = from_markdown((folder / source).read_text(encoding="utf-8"), folder)
+    report.blocks.insert(0, Text(note))
+    page = folder / "report.html"
+    page.write_text(to_html(report), encoding="utf-8")
+    return page
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m embtie.reporting.saved", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--source", default="report.md", help="the Markdown to draw from (default report.md)")
+    parser.add_argument("--note", required=True, help="the note at the top of the page: what it was drawn from")
+    args = parser.parse_args(argv)
+    for folder in args.folders:
+        print(write_saved_report(folder, args.source, args.note))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
