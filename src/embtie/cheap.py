@@ -10,7 +10,8 @@ With ``EMBTIE_CHEAP`` set to anything but ``""`` or ``0``:
   Python) gets the overrides of ``overrides`` on top of the preset, the file and the user's own overrides:
   3 optimizer steps with a checkpoint after each (so ``embtie average --last 3`` works), no warmup, tiny
   data slices and batches (``CHEAP_TRAIN`` plus ``CHEAP_DATA[task]``);
-- ``embtie compare`` trains at most ``MAX_SEEDS`` seeds (``--seeds``, ``--max-seeds``);
+- ``embtie compare`` trains at most ``MAX_SEEDS`` seeds (``--seeds``, ``--max-seeds``), one run at a time
+  (``--jobs 1``: no worker processes to start);
 - ``embtie hf-compare`` trains ``HF_STEPS`` steps of tiny batches on a slice of the data;
 - ``embtie theory`` measures the initial loss on ``THEORY_TOKENS`` tokens and the properties with
   ``THEORY_TRIALS`` mixtures.

@@ -183,13 +183,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compare(spec: CompareSpec, default_job: bool, args: argparse.Namespace) -> int:
-    from embtie import comparison
+    from embtie import cheap, comparison
     from embtie.comparison import rounds
     from embtie.reporting import comparison_report, document
 
     out = spec.out_dir
     t0 = time.perf_counter()
     jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
+    jobs = cheap.cap(jobs, 1)  # EMBTIE_CHEAP: no worker processes to start for runs of a few steps
     if not args.report_only:
         _check_before_writing(spec)
     if spec.design is not None:

@@ -15,7 +15,7 @@ import argparse
 import re
 from pathlib import Path
 
-from embtie.reporting.document import Figure, Heading, Report, Table, Text, to_html
+from embtie.reporting.document import Block, Figure, Heading, Report, Table, Text, to_html
 
 _FIGURE = re.compile(r"^!\[(?P<caption>[^\]]*)\]\((?P<path>[^)]+)\)$")
 _REGENERATE = re.compile(r"^\*(?P<caption>.*)\* Regenerate: `(?P<command>.*)`$")
@@ -37,7 +37,8 @@ def _plain(text: str) -> str:
 def from_markdown(text: str, base: Path) -> Report:
     """The Report a Markdown page describes (figure paths relative to ``base``)."""
     lines = text.splitlines()
-    title, blocks = base.name, []
+    title = base.name
+    blocks: list[Block] = []
     caption: str | None = None
     paragraph: list[str] = []
     i = 0

@@ -19,7 +19,8 @@ def step0_loss(ctx: ReportContext) -> list[Block]:
     pred = {n: ctx.seed0[n].diag.step0.predicted for n in names}
     refined = {n: ctx.seed0[n].diag.step0.predicted_refined for n in names}
     mean = {n: float(np.mean(measured[n])) if measured[n] else None for n in names}
-    far = {n for n in names if mean[n] is not None and abs(mean[n] - pred[n]) > FAR}
+    gap = {n: None if (m := mean[n]) is None else m - pred[n] for n in names}
+    far = {n for n in names if (g := gap[n]) is not None and abs(g) > FAR}
     table = Table(
         [
             "strategy",
@@ -34,7 +35,7 @@ def step0_loss(ctx: ReportContext) -> list[Block]:
                 n,
                 fmt(mean[n]) + (" †" if n in far else ""),
                 fmt(pred[n]),
-                fmt(None if mean[n] is None else mean[n] - pred[n]),
+                fmt(gap[n]),
                 fmt(refined[n]),
                 fmt(ln_v),
             ]
