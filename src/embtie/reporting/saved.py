@@ -117,9 +117,34 @@ def from_markdown(text: str, base: Path) -> Report:
     return Report(title, blocks)
 
 
+def redraw_from_results(folder: Path) -> list[Path]:
+    """The figures that the per-run rows of ``folder/results.json`` alone determine, drawn again with this
+    version's plots (plain log-axis labels): the validation perplexity per strategy. Returns what it drew."""
+    import json
+
+    from embtie.reporting import plots
+
+    path = Path(folder) / "results.json"
+    if not path.is_file() or not (Path(folder) / "valid_ppl.png").is_file():
+        return []
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    values = {
+        n: [r["valid_ppl"] for r in saved["rows"] if r["strategy"] == n and r.get("valid_ppl") is not None]
+        for n in saved["strategies"]
+    }
+    if not any(values.values()):
+        return []
+    baseline = saved.get("baseline", "tied")
+    return [
+        plots.metric_by_strategy(values, Path(folder) / "valid_ppl.png", "validation perplexity", baseline, log=True)
+    ]
+
+
 def write_saved_report(folder: Path, source: str, note: str) -> Path:
-    """``folder/report.html`` drawn from ``folder/source`` with ``note`` first; returns its path."""
+    """``folder/report.html`` drawn from ``folder/source`` with ``note`` first (the figures that
+    results.json determines drawn again first); returns its path."""
     folder = Path(folder)
+    redraw_from_results(folder)
     report = from_markdown((folder / source).read_text(encoding="utf-8"), folder)
     report.blocks.insert(0, Text(note))
     page = folder / "report.html"
