@@ -10,8 +10,8 @@ With ``EMBTIE_CHEAP`` set to anything but ``""`` or ``0``:
   Python) gets the overrides of ``overrides`` on top of the preset, the file and the user's own overrides:
   3 optimizer steps with a checkpoint after each (so ``embtie average --last 3`` works), no warmup, tiny
   data slices and batches (``CHEAP_TRAIN`` plus ``CHEAP_DATA[task]``);
-- ``embtie compare`` trains at most ``MAX_SEEDS`` seeds (``--seeds``, ``--max-seeds``), one run at a time
-  (``--jobs 1``: no worker processes to start);
+- ``embtie compare`` trains one seed (``--seeds``; ``--until-decided``: 2 seeds, one look), one run at a
+  time (``--jobs 1``: no worker processes to start);
 - ``embtie hf-compare`` trains ``HF_STEPS`` steps of tiny batches on a slice of the data;
 - ``embtie theory`` measures the initial loss on ``THEORY_TOKENS`` tokens and the properties with
   ``THEORY_TRIALS`` mixtures.
@@ -39,7 +39,8 @@ CHEAP_DATA: dict[str, tuple[str, ...]] = {
     "translation": ("data.train_pairs=64", "data.valid_pairs=4", "data.max_tokens=512", "data.beam=2"),
     "captioning": ("data.train_limit=8", "data.valid_limit=4", "data.batch_size=4", "data.beam=2"),
 }
-MAX_SEEDS = 2
+MAX_SEEDS = 1
+SEQUENTIAL_SEEDS = 2  # --until-decided needs a pair
 HF_STEPS = 2
 HF_TOKENS = 2048
 THEORY_TOKENS = 1000

@@ -86,8 +86,9 @@ ENVIRONMENT = """environment:
   EMBTIE_CACHE=DIR  subword models and image features (default ~/.cache/embtie)
   EMBTIE_QUIET=1    no progress bars
   EMBTIE_CHEAP=1    run any command as a smoke test: every run trains 3 steps on tiny slices of the
-                    data, compare trains at most 2 seeds one at a time, hf-compare 2 steps, theory
-                    a small sample (what the documentation tests use; the numbers mean nothing)"""
+                    data; compare trains one seed (2 with --until-decided) one run at a time,
+                    hf-compare 2 steps, theory a small sample (what the documentation tests use;
+                    the numbers it prints mean nothing)"""
 
 
 class _HelpFormatter(argparse.HelpFormatter):

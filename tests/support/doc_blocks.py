@@ -80,7 +80,7 @@ def misplaced_annotations() -> list[str]:
     for p in doc_files():
         lines = p.read_text(encoding="utf-8").splitlines()
         for n, ln in enumerate(lines):
-            if ANNOTATION.match(ln.strip()):
+            if ANNOTATION.match(ln):  # an indented one is a code sample, not an annotation
                 nxt = FENCE.match(lines[n + 1]) if n + 1 < len(lines) else None
                 if not nxt or nxt.group("lang").lower() not in RUN_LANGS:
                     bad.append(f"{p.relative_to(REPO)}:{n + 1}")

@@ -141,7 +141,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         if first < 2:
             raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
         max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
-        first, max_seeds = cheap.cap(first, cheap.MAX_SEEDS), cheap.cap(max_seeds, cheap.MAX_SEEDS)
+        first, max_seeds = cheap.cap(first, cheap.SEQUENTIAL_SEEDS), cheap.cap(max_seeds, cheap.SEQUENTIAL_SEEDS)
         design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
