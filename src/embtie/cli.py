@@ -1,7 +1,7 @@
 """The ``embtie`` command: one entry point, one module per subcommand under ``embtie.commands``.
 
 Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION`` (its --help text), ``add_arguments(parser)``
-and ``run(args) -> int``, and may define ``EXAMPLES``: full command lines printed under "examples:" at the
+and ``run(args) -> int``, and ``EXAMPLES``: full command lines printed under "examples:" at the
 end of its --help, as written (the test suite runs every one of them with ``EMBTIE_CHEAP=1``:
 tests/docs/test_docs_run.py).
 Errors derived from ``EmbtieError`` (bad options, missing data), files that cannot be read or written
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
             name,
             help=mod.HELP,
             description=mod.DESCRIPTION,
-            epilog=examples_epilog(getattr(mod, "EXAMPLES", ())),
+            epilog=examples_epilog(mod.EXAMPLES),
             formatter_class=_HelpFormatter,
         )
         mod.add_arguments(p)

@@ -34,87 +34,96 @@ def _plain(text: str) -> str:
     return text.replace("**", "")
 
 
+def _code(lines: list[str], i: int) -> tuple[list[Block], int]:
+    """A fenced code block from line ``i``: one monospaced line each; the index after it."""
+    j = i + 1
+    out: list[Block] = []
+    while j < len(lines) and not lines[j].startswith("```"):
+        if lines[j].strip():
+            out.append(Text(f"`{lines[j].rstrip()}`"))
+        j += 1
+    return out, j + 1
+
+
+def _figure(lines: list[str], i: int, base: Path, caption: str, path: str) -> tuple[Figure, int]:
+    """A figure line at ``i`` and its "Regenerate:" line when one follows; the index after them."""
+    j = i + 1
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    regen = _REGENERATE.match(lines[j].strip()) if j < len(lines) else None
+    return Figure(base / path, _plain(caption), regen["command"] if regen else ""), (j + 1 if regen else i + 1)
+
+
+def _table(lines: list[str], i: int, caption: str) -> tuple[Table, int]:
+    """A pipe table whose header is line ``i``; the index after it."""
+    j, rows = i + 2, []
+    while j < len(lines) and lines[j].startswith("|"):
+        rows.append([_plain(c) for c in _cells(lines[j])])
+        j += 1
+    return Table([_plain(h) for h in _cells(lines[i])], rows, caption), j
+
+
+def _is_table(lines: list[str], i: int) -> bool:
+    return lines[i].startswith("|") and i + 1 < len(lines) and bool(re.match(r"^\|[\s:|-]+\|$", lines[i + 1].strip()))
+
+
 def from_markdown(text: str, base: Path) -> Report:
     """The Report a Markdown page describes (figure paths relative to ``base``)."""
     lines = text.splitlines()
-    title = base.name
-    blocks: list[Block] = []
-    caption: str | None = None
+    report = Report(base.name)
+    caption: str | None = None  # an italic line: the caption of the table that follows, else a paragraph
     paragraph: list[str] = []
-    i = 0
 
     def flush() -> None:
         nonlocal caption
         if caption is not None:
-            blocks.append(Text(caption))
+            report.add(Text(caption))
             caption = None
         if paragraph:
-            blocks.append(Text(_plain(" ".join(paragraph))))
+            report.add(Text(_plain(" ".join(paragraph))))
             paragraph.clear()
 
+    i = 0
     while i < len(lines):
         line = lines[i].rstrip()
+        heading = re.match(r"^(#{1,6}) (.*)$", line)
+        figure = _FIGURE.match(line)
+        italic = _CAPTION.match(line)
         if not line.strip():
             if paragraph:
                 flush()
             i += 1
-            continue
-        if line.startswith("```"):
+        elif line.startswith("```"):
             flush()
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                if lines[j].strip():
-                    blocks.append(Text(f"`{lines[j].rstrip()}`"))
-                j += 1
-            i = j + 1
-            continue
-        heading = re.match(r"^(#{1,6}) (.*)$", line)
-        if heading:
+            blocks, i = _code(lines, i)
+            report.add(*blocks)
+        elif heading:
             flush()
-            if len(heading[1]) == 1 and not blocks:
-                title = _plain(heading[2])
+            if len(heading[1]) == 1 and not report.blocks:
+                report.title = _plain(heading[2])
             else:
-                blocks.append(Heading(_plain(heading[2]), max(2, len(heading[1]))))
+                report.add(Heading(_plain(heading[2]), max(2, len(heading[1]))))
             i += 1
-            continue
-        figure = _FIGURE.match(line)
-        if figure and (base / figure["path"]).is_file():
+        elif figure and (base / figure["path"]).is_file():
             flush()
-            command = ""
-            j = i + 1
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            regen = _REGENERATE.match(lines[j].strip()) if j < len(lines) else None
-            if regen:
-                command, i = regen["command"], j + 1
-            else:
-                i += 1
-            blocks.append(Figure(base / figure["path"], _plain(figure["caption"]), command))
-            continue
-        if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|$", lines[i + 1].strip()):
+            fig, i = _figure(lines, i, base, figure["caption"], figure["path"])
+            report.add(fig)
+        elif _is_table(lines, i):
             if paragraph:
-                blocks.append(Text(_plain(" ".join(paragraph))))
+                report.add(Text(_plain(" ".join(paragraph))))
                 paragraph.clear()
-            header = _cells(line)
-            j = i + 2
-            rows = []
-            while j < len(lines) and lines[j].startswith("|"):
-                rows.append([_plain(c) for c in _cells(lines[j])])
-                j += 1
-            blocks.append(Table([_plain(h) for h in header], rows, caption or ""))
+            table, i = _table(lines, i, caption or "")
+            report.add(table)
             caption = None
-            i = j
-            continue
-        cap = _CAPTION.match(line)
-        if cap and not paragraph:
+        elif italic and not paragraph:
             flush()
-            caption = _plain(cap["text"])
+            caption = _plain(italic["text"])
             i += 1
-            continue
-        paragraph.append(line.strip())
-        i += 1
+        else:
+            paragraph.append(line.strip())
+            i += 1
     flush()
-    return Report(title, blocks)
+    return report
 
 
 def redraw_from_results(folder: Path) -> list[Path]:
