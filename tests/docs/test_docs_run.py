@@ -224,8 +224,8 @@ def test_there_are_blocks_to_run():
     assert {b.lang for b in BLOCKS} >= {"bash", "python", "console"}
 
 
-def test_every_command_with_examples_is_ordered_and_every_other_says_why(doc_env):
-    with_examples = {c for c in COMMANDS if help_examples(c, doc_env)}
+def test_every_command_with_examples_is_ordered_and_every_other_says_why():
+    with_examples = {c for c in COMMANDS if help_examples(c)}
     assert with_examples == set(HELP_ORDER)
     assert set(COMMANDS) - with_examples == set(NO_EXAMPLES)
 
@@ -237,7 +237,7 @@ def test_help_examples_run(command: str, workspaces: _Workspaces, doc_env: dict[
     for i, c in enumerate(HELP_ORDER[: HELP_ORDER.index(command) + 1]):
         if i in done:
             continue
-        examples = help_examples(c, doc_env)
+        examples = help_examples(c)
         assert examples, f"`embtie {c} --help` shows no examples"
         _run_shell("\n".join(examples) + "\n", cwd, doc_env, f"the examples of `embtie {c} --help`")
         done.add(i)

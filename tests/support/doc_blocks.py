@@ -10,9 +10,10 @@ CI machine as written carries, on the line directly above its fence, the visible
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,11 +88,20 @@ def misplaced_annotations() -> list[str]:
     return bad
 
 
-def help_examples(command: str, env: dict[str, str]) -> list[str]:
-    """The lines under "examples:" at the end of ``embtie COMMAND --help``, as a user sees them."""
-    out = subprocess.run(
-        [sys.executable, "-m", "embtie", command, "--help"], env=env, capture_output=True, text=True, check=True
-    ).stdout
+@functools.cache
+def help_text(command: str) -> str:
+    """``embtie COMMAND --help`` as a user sees it (computed in this process: no interpreter to start)."""
+    from embtie import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        cli.main([command, "--help"])
+    return out.getvalue()
+
+
+def help_examples(command: str) -> list[str]:
+    """The lines under "examples:" at the end of ``embtie COMMAND --help``."""
+    out = help_text(command)
     if "\nexamples:\n" not in out:
         return []
     tail = out.split("\nexamples:\n", 1)[1]
