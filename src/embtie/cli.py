@@ -1,7 +1,9 @@
 """The ``embtie`` command: one entry point, one module per subcommand under ``embtie.commands``.
 
 Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION`` (its --help text), ``add_arguments(parser)``
-and ``run(args) -> int``.
+and ``run(args) -> int``, and ``EXAMPLES``: full command lines printed under "examples:" at the
+end of its --help, as written (the test suite runs every one of them with ``EMBTIE_CHEAP=1``:
+tests/docs/test_docs_run.py).
 Errors derived from ``EmbtieError`` (bad options, missing data), files that cannot be read or written
 (``OSError``) and command-line mistakes print as one line ``embtie CMD: error: ...``, exit status 2;
 any other exception prints one line too (exit status 1), naming ``--debug``, which re-raises it with
@@ -81,11 +83,42 @@ def _did_you_mean(message: str) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+ENVIRONMENT = """environment:
+  EMBTIE_DATA=DIR   the data root (ptb/, wikitext-2/, multi30k/, ...; default ../shared/data)
+  EMBTIE_CACHE=DIR  subword models and image features (default ~/.cache/embtie)
+  EMBTIE_QUIET=1    no progress bars
+  EMBTIE_CHEAP=1    run any command as a smoke test: every run trains 3 steps on tiny slices of the
+                    data; compare trains one seed (2 with --until-decided) one run at a time,
+                    hf-compare 2 steps, theory a small sample (what the documentation tests use;
+                    the numbers it prints mean nothing)"""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that a text block starting with ``examples:`` or ``environment:``
+    keeps its lines as written (commands must not be re-wrapped)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        blocks = text.split("\n\n")
+        return "\n\n".join(
+            b
+            if b.startswith(("examples:", "environment:"))
+            else super(_HelpFormatter, self)._fill_text(b, width, indent)
+            for b in blocks
+        )
+
+
+def examples_epilog(examples: tuple[str, ...]) -> str | None:
+    """The "examples:" block of a subcommand's --help (None when it has none)."""
+    return "examples:\n" + "\n".join(f"  {e}" for e in examples) if examples else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="embtie",
         description="Input/output embedding sharing strategies for text-generation models: "
         "build, train, evaluate and compare them.",
+        epilog=ENVIRONMENT,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"embtie {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
@@ -96,7 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
         mod = _load(module)
         if mod is None:
             continue
-        p = sub.add_parser(name, help=mod.HELP, description=mod.DESCRIPTION)
+        p = sub.add_parser(
+            name,
+            help=mod.HELP,
+            description=mod.DESCRIPTION,
+            epilog=examples_epilog(mod.EXAMPLES),
+            formatter_class=_HelpFormatter,
+        )
         mod.add_arguments(p)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback")
         p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")

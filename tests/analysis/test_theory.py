@@ -98,3 +98,18 @@ def test_theory_cli_json(capsys):
 def test_theory_cli_rejects_unknown_strategy(capsys):
     assert main(["theory", "--strategies", "bogus", "--json"]) == 2
     assert "unknown strategy 'bogus'" in capsys.readouterr().err
+
+
+def test_theory_lists_a_strategy_without_a_flat_table_as_not_applicable(capsys):
+    """`embtie theory` covers every strategy, adaptive included (issue 28: it stopped with an AttributeError):
+    adaptive gets its initial loss and parameters; Liu's properties are marked not applicable."""
+    rc = main(["theory", "--strategies", "tied,adaptive", "--tokens", "2000", "--trials", "200"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "adaptive" in out and "not applicable" in out
+    assert main(["theory", "--strategies", "tied,adaptive", "--tokens", "2000", "--trials", "200", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert set(rep["initial_loss"]) == {"tied", "adaptive"}
+    assert set(rep["properties"]) == {"tied"}
+    assert set(rep["properties_not_applicable"]) == {"adaptive"}
+    assert rep["parameters"]["adaptive"]["learned"] > 0

@@ -21,10 +21,15 @@ from torchrun_launch import torchrun
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("hf_fsdp")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SUPPORT)}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+    }
     worker = SUPPORT / "hf_fsdp_worker.py"
     torchrun([str(worker), str(out)], env, [out / "model"])
     return out
+
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 

@@ -36,7 +36,12 @@ def runs(tmp_path_factory):
     """(1-process runs, 2-process FSDP runs): one folder per strategy in each."""
     root = tmp_path_factory.mktemp("fsdp")
     one, two = root / "one", root / "two"
-    env = {**os.environ, "EMBTIE_DATA": DATA, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SUPPORT)}
+    env = {
+        **os.environ,
+        "EMBTIE_DATA": DATA,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+    }
     worker = SUPPORT / "fsdp_worker.py"
 
     def meanwhile() -> None:  # in this process, while the 2-process runs work

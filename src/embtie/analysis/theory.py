@@ -60,9 +60,12 @@ def theory_report(
         raise ConfigError("--vocab and --dim must be at least 2")
     names = names or sharing.names()
     corpus, ids = corpus_tokens(vocab_size, tokens, seed)
+    # Liu et al.'s properties are statements about the logits of one V x d table; a strategy without one
+    # (adaptive: clusters of shrinking width, log-probabilities) is listed as not applicable
+    flat = [n for n in names if sharing.get(n).flat_table]
     props = {
         n: measure_properties(n, property_vocab, property_dim, trials=trials, spread=spread, seed=seed).to_json()
-        for n in names
+        for n in flat
     }
     params = {}
     for n in names:
@@ -89,6 +92,11 @@ def theory_report(
             "trials": trials,
             "norm_spread": spread,
             "seed": seed,
+        },
+        "properties_not_applicable": {
+            n: "no single V x d table: its logits are the log-probabilities of clustered tables"
+            for n in names
+            if n not in flat
         },
         "paper_agreement": {"claims": n_claims, "agree": n_claims - len(disagreements), "disagree": disagreements},
         "parameters": params,

@@ -17,6 +17,7 @@ DESCRIPTION = (
     "Compute the diagnostics of a trained run once from its checkpoint (RUN_DIR/analysis/diagnostics.json, "
     "arrays.npz), then draw the plots from those files (RUN_DIR/analysis/*.png) and print a summary."
 )
+EXAMPLES = ("embtie analyze runs/tied",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

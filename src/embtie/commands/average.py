@@ -8,6 +8,10 @@ from embtie.commands.common import number_arg, path_arg
 
 HELP = "average the weights of a run's last N checkpoints into checkpoints/avg-lastN"
 DESCRIPTION = HELP
+EXAMPLES = (
+    "embtie average runs/tf --last 3",
+    "embtie eval runs/tf --checkpoint avg-last3",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from embtie.commands.common import device_arg, number_arg, path_arg, read_run_co
 
 HELP = "caption image files with a trained captioning run"
 DESCRIPTION = HELP
+EXAMPLES: tuple[str, ...] = ()  # a captioning run needs the Flickr8k images (docs/captioning.md)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,13 @@ DESCRIPTION = (
     "each run, and write DIR/results.csv, results.json, report.md, report.html and the PNG plots. With no "
     "arguments: the default job (a small PTB comparison, about 10 minutes on 2 CPU cores)."
 )
+EXAMPLES = (
+    "embtie compare",
+    "embtie compare ptb-gpt-tiny --strategies tied,untied,l2norm --seeds 3 --jobs 2 --out runs/cmp train.threads=1",
+    "embtie compare ptb-gpt-tiny --strategies tied,fixed-lr10=fixed:logit_scale_lr=10 --out runs/fixed",
+    "embtie compare ptb-gpt-tiny --strategies tied,l2norm --until-decided --seeds 2 --max-seeds 6 --out runs/seq",
+    "embtie compare ptb-gpt-tiny --seeds 3 --out runs/cmp --report-only",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -156,7 +163,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
     """The launcher the options ask for (a ConfigError when they do not fit together)."""
-    from embtie import comparison
+    from embtie import cheap, comparison
     from embtie.comparison.launchers import LocalLauncher, SlurmLauncher, SlurmResources, slurm, slurm_resources
     from embtie.errors import ConfigError
 
@@ -173,7 +180,8 @@ def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
         given = [flag for flag, value in slurm_only.items() if value is not None]
         if given:
             raise ConfigError(f"{given[0]} is an option of --launcher slurm; add --launcher slurm or leave it out")
-        return LocalLauncher(args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1))
+        jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
+        return LocalLauncher(cheap.cap(jobs, 1))  # EMBTIE_CHEAP: no worker processes for runs of a few steps
     if args.jobs is not None:
         raise ConfigError("--jobs is for --launcher local; on Slurm every run is a job of its own")
     if args.no_wait and args.until_decided:
@@ -190,7 +198,7 @@ def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
 
 def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
-    from embtie import comparison, sharing
+    from embtie import cheap, comparison, sharing
     from embtie.commands.common import split_preset
     from embtie.decisions import DEFAULT_MARGINS, parse_margins
     from embtie.errors import ConfigError
@@ -215,12 +223,13 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         if first < 2:
             raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
         max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
+        first, max_seeds = cheap.cap(first, cheap.SEQUENTIAL_SEEDS), cheap.cap(max_seeds, cheap.SEQUENTIAL_SEEDS)
         design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
         preset=preset,
         strategies=[label for label, _, _ in parsed],
-        seeds=design.first if design else (args.seeds if args.seeds is not None else default_seeds),
+        seeds=design.first if design else cheap.cap(args.seeds or default_seeds, cheap.MAX_SEEDS),
         first_seed=args.first_seed,
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,

@@ -13,6 +13,11 @@ DESCRIPTION = (
     "--strategy keep only that task's data keys, that model's keys and that strategy's own options; "
     "--markdown prints Markdown (docs/configuration.md is `embtie config --markdown`)."
 )
+EXAMPLES = (
+    "embtie config --strategy fixed",
+    "embtie config --task lm --model gpt",
+    "embtie config --markdown > configuration.md",
+)
 
 
 def _name_arg(flag: str, what: str, names: Callable[[], list[str]]) -> Callable[[str], str]:

@@ -29,6 +29,10 @@ from embtie.rundir.checkpoints import write_atomic
 
 HELP = "perplexity of a trained run on a split or a user-supplied file (writes RUN_DIR/eval.json)"
 DESCRIPTION = HELP
+EXAMPLES = (
+    "embtie eval runs/tied",
+    "embtie eval runs/tf --split valid --beam 5 --lenpen 1.0",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ DESCRIPTION = (
     "nGPT's normalized h, a bias where the family's lm_head has none) are refused with the reason. "
     "Needs: pip install 'embtie[hf]'."
 )
+EXAMPLES = ("embtie export runs/hf/l2norm stock/",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

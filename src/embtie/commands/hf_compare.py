@@ -14,6 +14,10 @@ DESCRIPTION = (
     "--train-file/--valid-file or --source hf:PATH, cut by --tokenizer), and write "
     "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
 )
+EXAMPLES = (
+    "embtie hf-compare gpt2-tiny --strategies tied,l2norm --steps 300 --save-models --out runs/hf",
+    "embtie hf-compare llama-tiny --strategies tied,fixed --option fixed.logit_scale=learned --out runs/hf-llama",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,28 +127,33 @@ def parse_options(items: list[str]) -> dict[str, dict]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from embtie import cheap
     from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
     from embtie.tasks.lm.config import LMDataConfig
 
     data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
                         source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
     corpus = data.corpus()
+
+    def tokens(given: int | None) -> int | None:  # EMBTIE_CHEAP: a slice of the data (embtie.cheap)
+        return cheap.cap(given or cheap.HF_TOKENS, cheap.HF_TOKENS) if cheap.enabled() else given
+
     cfg = HFCompareConfig(
         model_config=args.model_config,
         strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
         options=parse_options(args.option),
         out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
         dataset=corpus if corpus.own or corpus.tokenizer != "word" else args.dataset,
-        steps=args.steps,
-        block=args.block,
-        batch_size=args.batch_size,
+        steps=cheap.cap(args.steps, cheap.HF_STEPS),
+        block=cheap.cap(args.block, 16),
+        batch_size=cheap.cap(args.batch_size, 2),
         lr=args.lr,
         warmup_steps=args.warmup_steps,
         seed=args.seed,
         init=args.init,
         device=args.device,
-        train_tokens=args.train_tokens,
-        valid_tokens=args.valid_tokens,
+        train_tokens=tokens(args.train_tokens),
+        valid_tokens=tokens(args.valid_tokens),
         save_models=args.save_models,
     )
     run_hf_compare(cfg)

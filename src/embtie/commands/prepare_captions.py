@@ -13,6 +13,7 @@ from embtie.commands.common import number_arg, path_arg
 
 HELP = "extract the image features of a captioning dataset into the feature cache (resumable)"
 DESCRIPTION = HELP
+EXAMPLES: tuple[str, ...] = ()  # a captioning run needs the Flickr8k images (docs/captioning.md)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

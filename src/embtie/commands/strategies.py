@@ -8,6 +8,10 @@ from embtie import sharing
 
 HELP = "list every sharing strategy with its formula and the paper it comes from"
 DESCRIPTION = HELP
+EXAMPLES = (
+    "embtie strategies",
+    "embtie strategies --options",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from embtie import sharing
+from embtie import cheap, sharing
 from embtie.commands.common import number_arg
 
 HELP = "check the papers' theory numerically: Liu's properties, Su's initial loss, parameter counts"
@@ -14,6 +14,10 @@ DESCRIPTION = (
     "h = RMSNorm(embed(x_t)) on real text (PTB train) next to Su's prediction, a refined prediction and ln V; "
     "(2) Liu et al.'s identity / normality / unbiasedness with random embeddings of spread-out norms, with "
     "the paper's claims; (3) learned and fixed parameter counts."
+)
+EXAMPLES = (
+    "embtie theory",
+    "embtie theory --strategies tied,l2norm,sqnorm --vocab 2000 --dim 64 --json",
 )
 
 
@@ -45,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         names = [n.strip() for n in args.strategies.split(",") if n.strip()]
         for n in names:
             sharing.get(n)
-    rep = theory_report(args.vocab, args.dim, names=names, tokens=args.tokens, trials=args.trials, seed=args.seed)
+    tokens, trials = cheap.cap(args.tokens, cheap.THEORY_TOKENS), cheap.cap(args.trials, cheap.THEORY_TRIALS)
+    rep = theory_report(args.vocab, args.dim, names=names, tokens=tokens, trials=trials, seed=args.seed)
     if args.json:
         print(json.dumps(rep, indent=2))
         return 0
@@ -73,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         holds = "/".join(_fmt_bool(h[k]) for k in ("identity", "normality", "unbiased"))
         paper = "/".join(_fmt_bool(p.get(k)) for k in ("identity", "normality", "unbiased"))
         print(f"{n:<14} {r['identity']:>9.3f} {r['normality']:>8.3f} {r['unbiased']:>9.3f}   {holds:<19}  {paper}")
+    for n, why in rep["properties_not_applicable"].items():
+        print(f"{n:<14} not applicable: {why}")
     agr = rep["paper_agreement"]
     print(f"\nMeasured verdicts agree with the paper on {agr['agree']} of {agr['claims']} claims.")
     for d in agr["disagree"]:

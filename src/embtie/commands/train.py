@@ -12,7 +12,14 @@ HELP = "train a model with a sharing strategy (a preset or YAML config, key=valu
 DESCRIPTION = (
     "Train one run into RUN_DIR (config.yaml, metrics.jsonl, checkpoints/, summary.json). Running the "
     "same command again resumes from the newest checkpoint; a finished run is not retrained. "
-    "Multi-process: torchrun --nproc_per_node=N -m embtie train ..."
+    "Several processes (DDP, or FSDP with train.parallel=fsdp): start it with torchrun, as in the last example."
+)
+EXAMPLES = (
+    "embtie train ptb-gpt-tiny --out runs/tied",
+    "embtie train ptb-gpt-tiny sharing.name=l2norm train.max_steps=300 --out runs/l2norm",
+    "embtie train ptb-gpt-tiny --out runs/tied --print-config",
+    "embtie train multi30k-transformer-small --out runs/tf",
+    "torchrun --nproc_per_node=2 -m embtie train ptb-gpt-tiny --out runs/ddp",
 )
 
 

@@ -8,6 +8,7 @@ from embtie.commands.common import device_arg, number_arg, path_arg, read_run_co
 
 HELP = "translate sentences (one per line, stdin or --input) with a trained translation run"
 DESCRIPTION = HELP
+EXAMPLES = ("echo 'Ein Hund rennt über das Gras .' | embtie translate runs/tf --beam 5",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

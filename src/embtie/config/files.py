@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from embtie import cheap
 from embtie.config.run import RunConfig, config_from_dict, parse_override, set_dotted, yaml_kind
 from embtie.errors import ConfigError
 from embtie.schema import did_you_mean
@@ -77,10 +78,14 @@ def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, 
 
 
 def load_config(spec: str | Path, overrides: list[str] | None = None) -> RunConfig:
-    """Preset name or YAML path + ``key=value`` overrides -> validated RunConfig."""
+    """Preset name or YAML path + ``key=value`` overrides -> validated RunConfig (cut to a smoke test when
+    ``EMBTIE_CHEAP`` is set: ``embtie.cheap``)."""
     raw = read_spec(spec)
     file_raw = copy.deepcopy(raw)
     for o in overrides or []:
+        k, v = parse_override(o)
+        set_dotted(raw, k, v)
+    for o in cheap.overrides(raw):  # EMBTIE_CHEAP: a smoke test of the same command (embtie.cheap)
         k, v = parse_override(o)
         set_dotted(raw, k, v)
     try:

@@ -81,7 +81,8 @@ def fmt(x: float | None, digits: int = 2) -> str:
         return "-"
     if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
         return f"{int(x):,}"
-    return f"{x:.{digits}f}"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.00"
 
 
 def _md_cell(s: str) -> str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -19,6 +20,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
@@ -74,7 +76,34 @@ def _constant(values: np.ndarray) -> bool:
     return values.size > 0 and float(np.ptp(values)) <= 1e-5 * max(float(np.abs(values).max()), 1e-12)
 
 
+def plain_number(x: float) -> str:
+    """A tick label as a plain number: 14.5, 200, 0.01, 6,000 (never 1.45×10¹ or 6×10³)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    text = f"{x:.3g}"
+    return text if "e" not in text else f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+class PlainLogFormatter(ticker.LogFormatter):
+    """Matplotlib's log-axis labelling (which ticks get a label) with plain numbers as the labels."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return plain_number(x)
+
+
+def plain_log_ticks(fig: Figure) -> None:
+    """Every log-scaled axis of ``fig`` labels its ticks, major and minor, with plain numbers."""
+    for ax in fig.axes:
+        for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+            if scale == "log":
+                axis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
+                axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+
+
 def _save(fig: Figure, path: Path) -> Path:
+    plain_log_ticks(fig)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
@@ -213,6 +242,7 @@ def norm_vs_frequency(points: Mapping[str, FrequencyScatter], path: Path) -> Pat
             ax.set_yscale("log")  # log only when the norms span more than a decade
         rho = p.rho
         rho_txt = "n/a (norms constant)" if rho is None or not math.isfinite(rho) else f"{rho:+.2f}"
+        rho_txt = "0.00" if rho_txt in ("+0.00", "-0.00") else rho_txt
         ax.set_title(f"{name}: rho = {rho_txt}", fontsize=10)
         ax.set_xlabel("train frequency", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -221,11 +251,34 @@ def norm_vs_frequency(points: Mapping[str, FrequencyScatter], path: Path) -> Pat
     return _save(fig, path)
 
 
+def identical_groups(items: Mapping[str, object], key: Callable[[Any], object]) -> list[list[str]]:
+    """The names of ``items`` grouped where ``key`` of their values is equal, in first-seen order: one panel
+    per group instead of several identical ones."""
+    groups: dict[object, list[str]] = {}
+    for name, value in items.items():
+        groups.setdefault(key(value), []).append(name)
+    return list(groups.values())
+
+
 def row_update_frequency(updates: Mapping[str, RowUpdateCounts], path: Path, bins: int = 20) -> Path:
     """Share of batches in which a row gets a non-zero gradient, input vs output path, against the row's
-    frequency rank (rows binned by rank; rank 0 = most frequent token)."""
-    fig, axes = _grid(len(updates))
-    for ax, (name, u) in zip(axes, updates.items()):
+    frequency rank (rows binned by rank; rank 0 = most frequent token). Strategies with identical counts
+    share one panel (``row_update_groups``)."""
+    return _save(row_update_figure(updates, bins), path)
+
+
+def row_update_groups(updates: Mapping[str, RowUpdateCounts]) -> list[list[str]]:
+    """The strategies whose row-update counts are identical, grouped (one panel each)."""
+    return identical_groups(updates, lambda u: (u.batches, tuple(u.input_counts), tuple(u.output_counts)))
+
+
+def row_update_figure(updates: Mapping[str, RowUpdateCounts], bins: int = 20) -> Figure:
+    """The figure of ``row_update_frequency``, not saved."""
+    groups = row_update_groups(updates)
+    fig, axes = _grid(len(groups))
+    for ax, names in zip(axes, groups):
+        u = updates[names[0]]
+        name = textwrap.fill(", ".join(names) + (" (identical)" if len(names) > 1 else ""), 40)
         n = max(int(u.batches), 1)
         for side, counts, color in (("input", u.input_counts, "tab:blue"), ("output", u.output_counts, "tab:red")):
             share = np.asarray(counts, dtype=float) / n
@@ -241,7 +294,7 @@ def row_update_frequency(updates: Mapping[str, RowUpdateCounts], path: Path, bin
         ax.legend(fontsize=7, loc="lower left")
     axes[0].set_ylabel("share of batches with update")
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 def output_path_shares(records: Mapping[str, np.ndarray], path: Path) -> Path:

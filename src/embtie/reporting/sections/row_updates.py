@@ -36,10 +36,18 @@ def row_update_frequency(ctx: ReportContext) -> list[Block]:
         "input path is the gradient through sharing.embed, the output path the one through the output layer; a "
         "fixed classifier's rows are buffers and never get one.",
     )
+    shared = [g for g in plots.row_update_groups(ups) if len(g) > 1]
+    same = (
+        " One panel stands for several strategies whose counts are identical: "
+        + "; ".join(", ".join(g) for g in shared)
+        + "."
+        if shared
+        else ""
+    )
     figure = Figure(
         plots.row_update_frequency(ups, ctx.out_dir / "row_updates.png"),
         "Share of batches in which a vocabulary row gets a non-zero gradient through the input path (blue) and "
-        "the output path (red), against the token's frequency rank.",
+        f"the output path (red), against the token's frequency rank.{same}",
         f"{ctx.cmd}  (one run: embtie analyze RUN_DIR)",
     )
     return [Heading("How often each row is updated (Press & Wolf)"), table, figure]
