@@ -71,19 +71,36 @@ STAND_INS: dict[tuple[str, str], Callable[[Path], object] | str] = {
 
 # every annotated block: (file, first line) -> runs a stand-in (True) or is skipped with its reason (False)
 EXPECTED_ANNOTATED: dict[tuple[str, str], bool] = {
-    ("README.md", "make run"): True,
-    ("README.md", "pip install -c constraints/cpu.txt -e '.[dev,hf,caption]'"): False,
-    ("docs/captioning.md", "pip install -e '.[caption]'"): False,
-    ("docs/liu-protocol.md", "embtie train wmt16-transformer-big-paper sharing.name=l2norm \\"): False,
-    ("docs/reference.md", "embtie train my.yaml sharing.options.bias=true --out runs/mine"): True,
-    ("docs/reference.md", "embtie eval runs/tf --src-file test.de --ref-file test.en"): True,
-    ("docs/reference.md", "make test"): False,
+    ('README.md', 'make run'): True,
+    ('README.md', "pip install -c constraints/cpu.txt -e '.[dev,hf,caption]'"): False,
+    ('README.md', 'pip install ./embtie'): False,
+    ('docs/captioning.md', "pip install -e '.[caption]'"): False,
+    ('docs/captioning.md', 'embtie data get mscoco'): False,
+    ('docs/cluster.md', "pip install 'embtie[slurm]'"): False,
+    ('docs/cluster.md', 'embtie compare wikitext2-gpt-small --strategies tied,untied,l2norm --seeds 2 '
+     '--out runs/grid \\'): False,
+    ('docs/cluster.md', 'embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 5 --out runs/grid '
+     '--launcher slurm --no-wait'): False,
+    ('docs/cluster.md', 'PORT=29500'): False,
+    ('docs/cluster.md', '#!/bin/bash'): False,
+    ('docs/gpu.md', 'make gpu-wheels gpu-data'): False,
+    ('docs/gpu.md', 'PYTHONPATH=src:. python3 -m bench.gpu_campaign run tests'): False,
+    ('docs/gpu.md', 'PYTHONPATH=src:. python3 -m bench.gpu_campaign run bench'): False,
+    ('docs/gpu.md', 'PYTHONPATH=src:. python3 -m bench.gpu_campaign run lce'): False,
+    ('docs/gpu.md', 'PYTHONPATH=src:. python3 -m bench.gpu_campaign run mt-tied'): False,
+    ('docs/gpu.md', 'PYTHONPATH=src:. python3 -m bench.gpu_campaign run report'): False,
+    ('docs/gpu.md', 'python -m bench.gpu_campaign unpack gpu-out/gpu-*.tar.gz'): False,
+    ('docs/gpu.md', 'make gpu DRY=1 STEP=tests'): False,
+    ('docs/liu-protocol.md', 'embtie train wmt16-transformer-big-paper sharing.name=l2norm \\'): False,
+    ('docs/reference.md', 'embtie train my.yaml sharing.options.bias=true --out runs/mine'): True,
+    ('docs/reference.md', 'embtie eval runs/tf --src-file test.de --ref-file test.en'): True,
+    ('docs/reference.md', 'make test'): False,
 }
 
 # the order in which the --help examples run (one folder: eval and average use the runs train made; export
 # the models hf-compare saved); commands without examples, and why
-HELP_ORDER = ["strategies", "theory", "config", "train", "eval", "average", "analyze", "compare", "translate",
-              "hf-compare", "export"]  # fmt: skip
+HELP_ORDER = ["strategies", "theory", "config", "data", "plan", "train", "eval", "average", "analyze", "compare",
+              "translate", "hf-compare", "export"]  # fmt: skip
 NO_EXAMPLES = {
     "caption": "needs a captioning run, whose features need the 8,091 Flickr8k images (docs/captioning.md)",
     "prepare-captions": "needs the 8,091 Flickr8k images and the EfficientNet-Lite0 weights (docs/captioning.md)",

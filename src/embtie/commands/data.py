@@ -15,6 +15,7 @@ DESCRIPTION = (
     "put each file where the error says and run `get` again; --mirror URL (or $EMBTIE_DATA_MIRROR) reads "
     "files from a mirror that holds them under HOST/PATH."
 )
+EXAMPLES = ("embtie data list", "embtie data verify ptb", "embtie data path ptb")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

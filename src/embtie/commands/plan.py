@@ -17,6 +17,10 @@ DESCRIPTION = (
     "utilisation) and the wall time of the grid, with every formula and assumption. Training only: validation "
     "and analysis are not counted."
 )
+EXAMPLES = (
+    "embtie plan ptb-gpt-tiny --hardware cpu:2",
+    "embtie plan multi30k-transformer-small --strategies tied,l2norm,cosine --seeds 5 --hardware h100",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
