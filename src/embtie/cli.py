@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
             name,
             help=mod.HELP,
             description=mod.DESCRIPTION,
-            epilog=examples_epilog(getattr(mod, "EXAMPLES", ())),  # tests/docs: every command has some or says why
+            epilog=examples_epilog(mod.EXAMPLES),
             formatter_class=_HelpFormatter,
         )
         mod.add_arguments(p)

@@ -84,7 +84,7 @@ def test_unpack_merges_sections_and_the_report_redraws_from_runs_without_weights
 
 
 def test_a_step_past_its_budget_is_stopped_and_still_packs(tmp_path):
-    done = _campaign("run", "mt-tied", "--dry-run", "--budget-s", "8", "--out", str(tmp_path / "out"),
+    done = _campaign("run", "mt-tied", "--dry-run", "--budget-s", "1", "--out", str(tmp_path / "out"),
                      "--work", str(tmp_path / "work"))  # fmt: skip
     assert done.returncode == 1
     logs = tmp_path / "work" / gpu_campaign.LOGS / "mt-tied"
