@@ -44,9 +44,10 @@ test-slow: venv
 	$(BIN)/python -m pytest -m slow
 
 # `embtie compare --launcher slurm` on a real single-node Slurm the tests start (Debian's slurm-wlm and
-# munge, installed by the fixture when missing and run as root) and multi-node torchrun on this machine
+# munge, installed by the fixture when missing and run as root), multi-node torchrun on this machine, and
+# the GPU campaign's full dry run on the CPU (`make gpu DRY=1` through its tests): CI runs it after make test
 test-cluster: venv
-	$(BIN)/python -m pytest -m "slurm or multinode"
+	$(BIN)/python -m pytest -m "slurm or multinode or campaign"
 
 bench: venv
 	$(BIN)/python -m bench

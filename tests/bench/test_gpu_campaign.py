@@ -33,6 +33,10 @@ def _campaign(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+# The tests of the full dry run (about 3 minutes on 2 cores) are marked slow and campaign: out of the
+# default suite (`make test`), run by `make test-cluster` and therefore by CI (.ci/run).
+
+
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("campaign")
@@ -41,6 +45,8 @@ def dry_run(tmp_path_factory) -> Path:
     return base
 
 
+@pytest.mark.slow
+@pytest.mark.campaign
 def test_every_step_packs_at_most_what_a_lent_machine_sends_back(dry_run):
     packs = sorted((dry_run / "out").iterdir())
     assert [p.name for p in packs] == sorted(f"gpu-{s}.tar.gz" for s in gpu_campaign.STEPS)
@@ -54,6 +60,8 @@ def test_every_step_packs_at_most_what_a_lent_machine_sends_back(dry_run):
         assert not any("checkpoints" in n for n in names)  # no weights travel back
 
 
+@pytest.mark.slow
+@pytest.mark.campaign
 def test_slice_steps_pack_their_strategys_runs_and_the_report_all_strategies(dry_run):
     out = str(gpu_campaign.SLICE.out)
     for s in gpu_campaign.SLICE.strategies:
@@ -66,6 +74,8 @@ def test_slice_steps_pack_their_strategys_runs_and_the_report_all_strategies(dry
     assert sorted(r.split(",")[0] for r in rows[1:]) == sorted(gpu_campaign.SLICE.strategies)
 
 
+@pytest.mark.slow
+@pytest.mark.campaign
 def test_unpack_merges_sections_and_the_report_redraws_from_runs_without_weights(dry_run, tmp_path):
     old = "# GPU preamble kept\n\n<!-- bench:peak -->\nold\n<!-- /bench:peak -->\n"
     (tmp_path / "BENCHMARKS-cuda.md").write_text(old)

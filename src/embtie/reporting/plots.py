@@ -346,19 +346,22 @@ def parameter_counts(counts: Mapping[str, ParameterCounts], path: Path) -> Path:
 def metric_by_strategy(
     values: Mapping[str, Sequence[float]], path: Path, ylabel: str, baseline: str | None = "tied", log: bool = False
 ) -> Path:
-    """A final metric per strategy: seed mean with 95% CI (error bar) and the seeds as dots."""
-    from embtie.stats import seed_summary
+    """A final metric per strategy: seed mean with 95% CI (error bar) and the seeds as dots.
 
+    With ``log`` (a positive metric such as perplexity on a log axis) the mean and its Student-t interval
+    are taken over the logarithms and drawn back: the geometric mean with an interval that stays above
+    zero and is symmetric on the axis drawn (a linear interval of two seeds can reach below zero, which a
+    log axis cannot show)."""
     names = list(values)
     colors = strategy_colors(names)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(names) + 2), 4.2))
     for i, n in enumerate(names):
-        s = seed_summary(values[n])
-        err = 0.0 if not math.isfinite(s["half_width"]) else s["half_width"]
-        ax.errorbar([i], [s["mean"]], yerr=[err], fmt="s", color=colors[n], ms=7, capsize=4)
+        centre, low, high = mean_interval(values[n], log)
+        ax.errorbar([i], [centre], yerr=[[centre - low], [high - centre]], fmt="s", color=colors[n], ms=7, capsize=4)
         ax.plot([i] * len(values[n]), values[n], "k.", ms=4, alpha=0.7)
     if baseline is not None and values.get(baseline):
-        ax.axhline(float(np.mean(values[baseline])), color=colors[baseline], ls=":", lw=1.2, label=f"{baseline} mean")
+        line = mean_interval(values[baseline], log)[0]
+        ax.axhline(line, color=colors[baseline], ls=":", lw=1.2, label=f"{baseline} {'geometric ' if log else ''}mean")
         ax.legend(fontsize=8)
     if log:
         ax.set_yscale("log")
@@ -366,3 +369,19 @@ def metric_by_strategy(
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
+
+
+def mean_interval(values: Sequence[float], log: bool = False) -> tuple[float, float, float]:
+    """(mean, low, high) of the per-seed ``values``: the seed mean and its Student-t 95% interval, or with
+    ``log`` the geometric mean and the interval exp(mean ± half-width) of the logarithms. The interval is
+    the mean itself where it is not defined (one seed)."""
+    from embtie.stats import seed_summary
+
+    x = [float(v) for v in values]
+    if log and x and min(x) > 0:
+        s = seed_summary([math.log(v) for v in x])
+        half = s["half_width"] if math.isfinite(s["half_width"]) else 0.0
+        return math.exp(s["mean"]), math.exp(s["mean"] - half), math.exp(s["mean"] + half)
+    s = seed_summary(x)
+    half = s["half_width"] if math.isfinite(s["half_width"]) else 0.0
+    return s["mean"], s["mean"] - half, s["mean"] + half

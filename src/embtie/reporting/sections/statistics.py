@@ -65,7 +65,8 @@ def validation_perplexity(ctx: ReportContext) -> list[Block]:
     vals = seed_values(ctx, lambda x: x.valid_ppl)
     figure = Figure(
         plots.metric_by_strategy(vals, ctx.out_dir / "valid_ppl.png", "validation perplexity", log=True),
-        "Final validation perplexity per strategy: seed mean with 95% interval, seeds as dots, tied's mean dotted.",
+        "Final validation perplexity per strategy (log axis): geometric mean over seeds with its 95% interval, "
+        "seeds as dots, tied's geometric mean dotted.",
         ctx.cmd,
     )
     return [Heading("Validation perplexity and significance against tied"), table, figure]
