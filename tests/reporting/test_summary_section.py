@@ -54,3 +54,16 @@ def test_no_baseline():
     ctx = _ctx({"l2norm": [t * 0.98 for t in TIED]})
     ctx.comparison.summary.pop("tied")
     assert "no baseline" in plain_summary(ctx)[0]
+
+
+def _overview_text(ctx: ReportContext) -> str:
+    from embtie.reporting.sections.statistics import overview
+
+    return " ".join(b.text for b in overview(ctx) if hasattr(b, "text"))
+
+
+def test_overview_names_the_seeds_each_strategy_finished_when_rounds_added_some():
+    ctx = _ctx({"l2norm": [t * 0.98 for t in TIED]}, seeds=5)
+    assert "seeds: 5;" in _overview_text(ctx)  # a complete grid: the seeds asked for
+    ctx.comparison.seeds = 4  # --until-decided --seeds 4 added a round of seed 4 for both
+    assert "seeds: 4 (finished: tied 5, l2norm 5);" in _overview_text(ctx)

@@ -18,9 +18,13 @@ def overview(ctx: ReportContext) -> list[Block]:
                 "statistics use the seeds finished so far."
             )
         )
+    finished = {n: sum(1 for r in res.rows if r.strategy == n) for n in ctx.names}
+    seeds = str(res.seeds)
+    if any(k != res.seeds for k in finished.values()):  # a partial grid, or rounds added by --until-decided
+        seeds += " (finished: " + ", ".join(f"{n} {k}" for n, k in finished.items()) + ")"
     blocks += [
         Text(
-            f"Strategies: {', '.join(ctx.names)}; seeds: {res.seeds}; vocabulary V = {ctx.v:,}, width d = {ctx.d}. "
+            f"Strategies: {', '.join(ctx.names)}; seeds: {seeds}; vocabulary V = {ctx.v:,}, width d = {ctx.d}. "
             f"Reproduce everything (finished runs are skipped, plots are redrawn from saved files): `{ctx.cmd}`"
         ),
         Text(
