@@ -67,3 +67,16 @@ def test_overview_names_the_seeds_each_strategy_finished_when_rounds_added_some(
     assert "seeds: 5;" in _overview_text(ctx)  # a complete grid: the seeds asked for
     ctx.comparison.seeds = 4  # --until-decided --seeds 4 added a round of seed 4 for both
     assert "seeds: 4 (finished: tied 5, l2norm 5);" in _overview_text(ctx)
+
+
+def test_budget_of_runs_that_stopped_early_gives_the_range_and_says_so():
+    ctx = _ctx({"fixed": [t * 1.1 for t in TIED]}, seeds=3)
+    for i, run in enumerate(ctx.comparison.per_run):
+        run.summary.steps, run.summary.epochs = 2000 + 500 * i, 9.0 + i
+        run.summary.monitor, run.summary.stopped_early = "bleu", True
+    text = budget_text(ctx)
+    assert "2,000-4,500 (median 3,250) optimizer steps" in text and "9-14 (median 12) epochs" in text
+    assert "Every run stopped early, when its validation bleu had stopped improving." in text
+    assert "every run trained" not in text and "not converged ones" not in text
+    ctx.comparison.per_run[0].summary.stopped_early = False
+    assert "5 of 6 runs stopped early" in budget_text(ctx)

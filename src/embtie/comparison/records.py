@@ -35,6 +35,9 @@ class TrainingSummary(Record):
     epochs: float | None = None
     train_time_s: float | None = None
     device: str | None = None
+    monitor: str | None = None
+    """the validation metric early stopping watched (``train.monitor``)."""
+    stopped_early: bool | None = None
     seeding: int | None = None
     """the seeding scheme (``embtie.seeding``); None: scheme 1, written before schemes were recorded."""
 

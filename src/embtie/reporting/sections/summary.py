@@ -20,19 +20,41 @@ def _median(values: list[float | int | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
+def _span(values: list[float | int | None], fmt_one: Callable[[float], str], ranged: bool) -> str | None:
+    """``fmt_one`` of the median, or with ``ranged`` and runs that differ "LO-HI (median M)"."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return None
+    lo, hi, mid = min(vals), max(vals), statistics.median(vals)
+    if lo == hi or not ranged:
+        return fmt_one(mid)
+    return f"{fmt_one(lo)}-{fmt_one(hi)} (median {fmt_one(mid)})"
+
+
 def budget_text(ctx: ReportContext) -> str:
-    """One sentence: steps, tokens and epochs per run, training time, seeds (medians over runs)."""
+    """One sentence: steps, tokens and epochs per run (medians; their range too when runs stopped early),
+    training time, seeds."""
     sums = [p.summary for p in ctx.comparison.per_run]
-    steps, tokens = _median([s.steps for s in sums]), _median([s.tokens_seen for s in sums])
-    epochs, secs = _median([s.epochs for s in sums]), _median([s.train_time_s for s in sums])
-    parts = [f"{int(steps):,} optimizer steps" if steps is not None else "an unknown number of steps"]
-    if tokens:
-        parts.append(f"{int(tokens):,} training tokens")
+    stopped = [s for s in sums if s.stopped_early]
+    steps = _span([s.steps for s in sums], lambda v: f"{int(v):,}", bool(stopped))
+    tokens = _span([s.tokens_seen for s in sums], lambda v: f"{int(v):,}", bool(stopped))
+    epochs = _span([s.epochs for s in sums], lambda v: f"{v:.2g}", bool(stopped))
+    secs = _median([s.train_time_s for s in sums])
+    parts = [f"{steps} optimizer steps" if steps is not None else "an unknown number of steps"]
+    if tokens and _median([s.tokens_seen for s in sums]):
+        parts.append(f"{tokens} training tokens")
     if epochs is not None:
-        parts.append(f"{epochs:.2g} epochs of the training data")
+        parts.append(f"{epochs} epochs of the training data")
     when = f", about {secs:.3g} s of training each on {sums[0].device or '?'}" if secs else ""
     per = sorted({len(ctx.comparison.runs_of(n)) for n in ctx.names})
     seeds = f"{per[0]}" if len(per) == 1 else f"{per[0]}-{per[-1]}"
+    if stopped:
+        monitor = stopped[0].monitor or "metric"
+        tail = (f"{len(stopped)} of {len(sums)} runs stopped early, when their validation {monitor} had stopped "
+                "improving; the others ran to the step limit.")  # fmt: skip
+        if len(stopped) == len(sums):
+            tail = f"Every run stopped early, when its validation {monitor} had stopped improving."
+        return f"Budget: runs trained {', '.join(parts)}{when}; {seeds} seed(s) per strategy. {tail}"
     return (
         f"Budget: every run trained {', '.join(parts)}{when}; {seeds} seed(s) per strategy. "
         "Everything below describes models at this budget, not converged ones: a longer run can change the ranking."
