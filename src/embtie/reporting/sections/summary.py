@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from embtie.comparison.records import SeedSummary, StrategySummary
 from embtie.comparison.verdicts import MetricVerdicts, primary_metric
@@ -15,14 +15,18 @@ from embtie.reporting.document import Heading, Text, fmt
 from embtie.reporting.sections.context import Block, ReportContext, p_cell
 
 
-def _median(values: list[float | int | None]) -> float | None:
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+def _finite(values: Sequence[float | int | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def _median(values: Sequence[float | int | None]) -> float | None:
+    vals = _finite(values)
     return statistics.median(vals) if vals else None
 
 
-def _span(values: list[float | int | None], fmt_one: Callable[[float], str], ranged: bool) -> str | None:
+def _span(values: Sequence[float | int | None], fmt_one: Callable[[float], str], ranged: bool) -> str | None:
     """``fmt_one`` of the median, or with ``ranged`` and runs that differ "LO-HI (median M)"."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    vals = _finite(values)
     if not vals:
         return None
     lo, hi, mid = min(vals), max(vals), statistics.median(vals)
@@ -37,11 +41,12 @@ def budget_text(ctx: ReportContext) -> str:
     sums = [p.summary for p in ctx.comparison.per_run]
     stopped = [s for s in sums if s.stopped_early]
     steps = _span([s.steps for s in sums], lambda v: f"{int(v):,}", bool(stopped))
-    tokens = _span([s.tokens_seen for s in sums], lambda v: f"{int(v):,}", bool(stopped))
+    seen = [s.tokens_seen for s in sums]
+    tokens = _span(seen, lambda v: f"{int(v):,}", bool(stopped)) if _median(seen) else None
     epochs = _span([s.epochs for s in sums], lambda v: f"{v:.2g}", bool(stopped))
     secs = _median([s.train_time_s for s in sums])
     parts = [f"{steps} optimizer steps" if steps is not None else "an unknown number of steps"]
-    if tokens and _median([s.tokens_seen for s in sums]):
+    if tokens:
         parts.append(f"{tokens} training tokens")
     if epochs is not None:
         parts.append(f"{epochs} epochs of the training data")
