@@ -8,9 +8,11 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from embtie import cli, comparison
+from embtie.comparison.records import Numerics
 from embtie.config import presets_dir
 from embtie.errors import ConfigError
 
@@ -79,6 +81,7 @@ def test_compare_end_to_end(tmp_path, capsys):
     for r in rows:
         s = json.loads((out / "runs" / r["strategy"] / f"seed{r['seed']}" / "summary.json").read_text())
         assert float(r["valid_ppl"]) == pytest.approx(s["valid_ppl"])
+        assert s["numerics"]["threads"] == 1 and s["numerics"]["torch"] == torch.__version__  # train.threads=1
     res = json.loads((out / "results.json").read_text())
     # untied learns V*d more parameters than tied
     p = {r["strategy"]: int(r["params_learned"]) for r in rows}
@@ -95,6 +98,8 @@ def test_compare_end_to_end(tmp_path, capsys):
     sections = ["Validation perplexity", "Learning curves", "Initial loss", "Learned and fixed parameters"]
     sections += ["Norms of input and output", "token frequency", "Word similarity", "How often each row"]
     assert all(s in md for s in sections)
+    made = Numerics.from_json(s["numerics"]).text()
+    assert f"Made on: {made} (every run)." in md  # which CPU and kernels made the runs
     assert (out / "report.html").read_text().count("data:image/png;base64,") >= 7
     # a second call trains nothing: every run is finished and analysed
     mtimes = {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from statsmodels.stats.power import TTestPower
@@ -69,3 +71,44 @@ def test_power_matches_statsmodels_and_seeds_needed_reach_it():
     # just inside the margin, equivalence is out of reach; at the margin, the difference test decides
     assert seeds_to_decide(0.49, 1.0, margin=0.5, alpha=0.05) is None
     assert seeds_to_decide(0.5, 1.0, margin=0.5, alpha=0.05) == seeds_to_decide(0.5, 1.0, margin=0.1, alpha=0.05)
+
+
+def test_holm_levels_follow_the_steps_and_stop_where_holm_stops():
+    from embtie.decisions.verdict import holm_levels
+
+    # m = 3: 0.01 < 0.05/3 rejects; 0.03 >= 0.05/2 stops; 0.04 (< 0.05 alone) is held to the stopping level
+    assert holm_levels([0.04, 0.01, 0.03], 0.05) == pytest.approx([0.025, 0.05 / 3, 0.025])
+    assert holm_levels([0.001, 0.002], 0.05) == pytest.approx([0.025, 0.05])
+    assert holm_levels([float("nan")], 0.05) == pytest.approx([0.05])
+
+
+def test_printed_intervals_agree_with_the_holm_tests():
+    """The interval beside a verdict is the one its test used: the difference interval excludes 0 exactly
+    when the Holm-adjusted t-test rejects, the equivalence interval lies inside the margin exactly when the
+    Holm-adjusted TOST rejects (a per-comparison 95% interval would exclude 0 beside 'undecided')."""
+    rng = np.random.default_rng(3)
+    seen_holm_matters = False
+    for trial in range(300):
+        m = int(rng.integers(2, 5))
+        diffs = {
+            f"s{i}": paired_difference(list(rng.normal(rng.uniform(-1.5, 1.5), 1.0, 5)), [0.0] * 5, Margin(0.5))
+            for i in range(m)
+        }
+        for k, d in decide_all(diffs, higher_is_better=True, level=0.05, with_power=False).items():
+            lo, hi = d.ci
+            assert (lo > 0 or hi < 0) == (d.p_difference_holm < 0.05), (trial, k)
+            tlo, thi = d.tost_ci
+            assert (tlo > -0.5 and thi < 0.5) == (d.p_equivalence_holm < 0.05), (trial, k)
+            c_diff, c_eq = d.confidences()
+            assert diffs[k].interval(c_diff) == pytest.approx(d.ci)
+            assert diffs[k].interval(c_eq) == pytest.approx(d.tost_ci)
+            unadjusted = diffs[k].interval(0.95)
+            seen_holm_matters |= (unadjusted[0] > 0 or unadjusted[1] < 0) and d.verdict == "undecided"
+    assert seen_holm_matters  # the old 95% interval would have contradicted some verdicts
+
+
+def test_decisions_of_older_files_read_their_intervals_at_the_family_level():
+    d = decide_all({"a": _diff([-10.0, -9.5, -10.5, -10.2, -9.8, -10.1])}, higher_is_better=False)["a"]
+    old = dataclasses.replace(d, ci_confidence=None, tost_confidence=None)
+    assert old.confidences() == pytest.approx((0.95, 0.90))
+    assert d.confidences() == pytest.approx((0.95, 0.90))  # one strategy: Holm's only step is the level itself

@@ -38,9 +38,10 @@ def test_summary_says_each_verdict_decided_ones_first():
     }
     lines = plain_summary(_ctx(ppl))
     assert lines[0].startswith("Baseline `tied`: perplexity 200")
-    assert lines[1].startswith("`untied` is worse than the baseline: +20.0% perplexity, 95% CI [")
+    # each interval at its Holm step's level: untied is the first of 3 steps (0.05/3), same the first TOST
+    assert lines[1].startswith("`untied` is worse than the baseline: +20.0% perplexity, 98.33% CI [")
     assert "over 5 paired seeds (paired t-test, Holm, p" in lines[1]
-    assert lines[2].startswith("`same` is equivalent to the baseline within ±1%: +0.0% perplexity, 90% CI [")
+    assert lines[2].startswith("`same` is equivalent to the baseline within ±1%: +0.0% perplexity, 96.67% CI [")
     assert lines[3].startswith("`noisy`: ") and "undecided" in lines[3] and "paired seeds would decide it" in lines[3]
     assert lines[-1] == "In short (perplexity, margin ±1%): worse: untied; equivalent: same; undecided: noisy."
 
@@ -80,3 +81,34 @@ def test_budget_of_runs_that_stopped_early_gives_the_range_and_says_so():
     assert "every run trained" not in text and "not converged ones" not in text
     ctx.comparison.per_run[0].summary.stopped_early = False
     assert "5 of 6 runs stopped early" in budget_text(ctx)
+
+
+def test_summary_says_which_cpus_and_kernels_made_the_runs():
+    from embtie.comparison.records import Numerics
+    from embtie.reporting.sections.summary import numerics_text
+
+    ctx = _ctx({"l2norm": [t * 0.98 for t in TIED]}, seeds=2)
+    assert numerics_text(ctx).startswith("Made on: not recorded")
+    made = Numerics(cpu="AMD EPYC", cpu_capability="AVX512", kernel_env={}, threads=1, torch="2.13.0")
+    for p in ctx.comparison.per_run:
+        p.summary.numerics = made
+    assert numerics_text(ctx).startswith("Made on: AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0 (every run).")
+    ctx.comparison.per_run[0].summary.numerics = Numerics(cpu="AMD EPYC", cpu_capability="AVX2",
+                                                          kernel_env={"ATEN_CPU_CAPABILITY": "avx2"}, threads=1,
+                                                          torch="2.13.0")  # fmt: skip
+    text = numerics_text(ctx)
+    first = "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0 (3 runs); "
+    assert text.startswith("Made on 2 different CPUs or kernel paths: " + first)
+    assert "ATEN_CPU_CAPABILITY=avx2, 1 thread, torch 2.13.0 (1 run)." in text
+
+
+def test_pairing_table_explains_a_negative_variance_removed():
+    from embtie.reporting.sections.verdicts import NEGATIVE_NOTE, pairing_table
+
+    # anti-correlated with tied: the paired differences spread more than independent seeds would
+    anti = [t * 1.05 - 2 * (t - 200.0) for t in TIED]
+    table = pairing_table(_ctx({"anti": anti}), "valid_ppl")
+    assert table is not None and table.rows[0][-1].endswith("% †") and table.rows[0][-1].startswith("-")
+    assert float(table.rows[0][2]) < 0 and table.caption.endswith(NEGATIVE_NOTE)
+    same_way = pairing_table(_ctx({"with": [t * 1.05 for t in TIED]}), "valid_ppl")
+    assert same_way is not None and "†" not in same_way.caption

@@ -20,6 +20,26 @@ if TYPE_CHECKING:
 
 
 @dataclass(kw_only=True)
+class Numerics(Record):
+    """Which CPU and kernels made a run (``embtie.training.numerics``; summary.json's ``numerics``)."""
+
+    cpu: str
+    """the CPU's model name."""
+    cpu_capability: str
+    """the instruction set torch's CPU kernels dispatch to (e.g. AVX512, AVX2, DEFAULT)."""
+    kernel_env: dict[str, str]
+    """the kernel-changing environment variables that were set (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_CBWR)."""
+    threads: int
+    torch: str
+
+    def text(self) -> str:
+        """One phrase: "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0+cpu" (overrides named)."""
+        env = "".join(f", {k}={v}" for k, v in self.kernel_env.items())
+        threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        return f"{self.cpu}, {self.cpu_capability} kernels{env}, {threads}, torch {self.torch}"
+
+
+@dataclass(kw_only=True)
 class TrainingSummary(Record):
     """What the report reads of a run's ``summary.json`` (written by training; other keys are ignored)."""
 
@@ -40,6 +60,8 @@ class TrainingSummary(Record):
     stopped_early: bool | None = None
     seeding: int | None = None
     """the seeding scheme (``embtie.seeding``); None: scheme 1, written before schemes were recorded."""
+    numerics: Numerics | None = None
+    """the CPU and kernels that made the run; None: not recorded (runs made before embtie recorded them)."""
 
 
 @dataclass(kw_only=True)
@@ -212,8 +234,8 @@ class Comparison:
 
     @property
     def captioning(self) -> bool:
-        """The runs caption images (their BLEU is the COCO scorer's BLEU-4)."""
-        return any(p.diag.captioning is not None for p in self.per_run)
+        """The runs caption images (their BLEU is the COCO scorer's BLEU-4; their rows carry CIDEr)."""
+        return any(p.diag.captioning is not None for p in self.per_run) or any(r.cider is not None for r in self.rows)
 
     def to_json(self) -> dict[str, Any]:
         """results.json: the rows, statistics and tests, and every run's diagnostics (no arrays)."""

@@ -8,7 +8,9 @@
 
 Each family of tests (difference, equivalence) is corrected for the several strategies compared with
 one baseline by Holm's step-down procedure (Holm 1979), at level a: the overall
-level of a single comparison, or the per-look level of a sequential design. The verdict rests on the
+level of a single comparison, or the per-look level of a sequential design. Each decision's intervals
+are drawn at the level of its own Holm step (``holm_levels``), so an interval excludes 0 (or lies inside
+the margin) exactly when its test rejects. The verdict rests on the
 seeds alone: with common random numbers every pair shares its evaluation sample, so the seed-to-seed
 spread of the differences is the noise that matters; the evaluation-sample bootstrap is reported beside
 it, for the noise of the sample itself."""
@@ -52,6 +54,17 @@ class Decision:
     """for an undecided comparison, the seeds that would decide it with 80% probability."""
     test: str
     """which test gave the verdict, in words."""
+    ci_confidence: float | None = None
+    """the confidence of ``ci``: 1 - the level of its Holm step (``holm_levels``); None in files written
+    before intervals followed Holm (their ``ci`` is at 1 - ``level``)."""
+    tost_confidence: float | None = None
+    """the confidence of ``tost_ci``: 1 - 2 x the level of its Holm step; None: 1 - 2 ``level``."""
+
+    def confidences(self) -> tuple[float, float]:
+        """The confidence of ``ci`` and of ``tost_ci`` (older files: 1 - a and 1 - 2a)."""
+        ci = self.ci_confidence if self.ci_confidence is not None else 1 - self.level
+        tost = self.tost_confidence if self.tost_confidence is not None else 1 - 2 * self.level
+        return ci, tost
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -71,6 +84,25 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted.tolist()
 
 
+def holm_levels(pvalues: list[float], level: float) -> list[float]:
+    """The level each hypothesis was tested at by Holm's step-down procedure at ``level`` (a missing p
+    counts as 1): the k-th smallest p (k = 0, 1, ...) is compared with level / (m - k) while the steps
+    reject; every hypothesis from the first step that does not reject on is held to that step's level.
+    An interval at confidence 1 - its level therefore excludes 0 exactly when its Holm-adjusted p
+    (``holm``) is below ``level``: the interval printed beside a verdict is the one its test used."""
+    p = [x if math.isfinite(x) else 1.0 for x in pvalues]
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    m = len(p)
+    out = [level] * m
+    stopped: float | None = None
+    for rank, i in enumerate(order):
+        step = level / (m - rank)
+        if stopped is None and not p[i] < step:
+            stopped = step
+        out[i] = step if stopped is None else stopped
+    return out
+
+
 def decide_all(
     diffs: Mapping[str, PairedDifference],
     higher_is_better: bool,
@@ -82,8 +114,10 @@ def decide_all(
     names = list(diffs)
     p_diff = holm([diffs[k].p_difference() for k in names])
     p_eq = holm([diffs[k].p_equivalence() for k in names])
+    level_diff = holm_levels([diffs[k].p_difference() for k in names], level)
+    level_eq = holm_levels([diffs[k].p_equivalence() for k in names], level)
     out = {}
-    for k, pd, pe in zip(names, p_diff, p_eq):
+    for k, pd, pe, ld, le in zip(names, p_diff, p_eq, level_diff, level_eq):
         d = diffs[k]
         verdict, test = "undecided", "neither test rejects"
         if pe < level:
@@ -94,9 +128,9 @@ def decide_all(
         needed = None
         if verdict == "undecided" and with_power:
             needed = seeds_to_decide(d.mean, d.sd, d.margin.value, level)
-        out[k] = Decision(verdict=verdict, n=d.n, mean=d.mean, ci=d.interval(1 - level),
-                          tost_ci=d.interval(1 - 2 * level), p_difference=d.p_difference(),
+        out[k] = Decision(verdict=verdict, n=d.n, mean=d.mean, ci=d.interval(1 - ld),
+                          tost_ci=d.interval(1 - 2 * le), p_difference=d.p_difference(),
                           p_equivalence=d.p_equivalence(), p_difference_holm=pd, p_equivalence_holm=pe,
                           level=level, margin=d.margin.value, relative=d.margin.relative, seeds_needed=needed,
-                          test=test)  # fmt: skip
+                          test=test, ci_confidence=1 - ld, tost_confidence=1 - 2 * le)  # fmt: skip
     return out

@@ -7,6 +7,7 @@ from typing import Any
 from embtie import runtime, seeding
 from embtie.analysis.param_counts import ParameterCounts
 from embtie.config import RunConfig
+from embtie.training.numerics import numerics
 from embtie.training.state import TrainState
 
 
@@ -48,5 +49,6 @@ def summary_record(
         "world_size": rt.world_size,
         "device": str(rt.device),
         "seeding": seeding.SCHEME,
+        "numerics": numerics(),
         "finished": True,
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from embtie.comparison.records import BaselineTest, Comparison, ResultRow, RunRecord, SeedSummary
+from embtie.comparison.verdicts import TESTED
 from embtie.decisions import Decision
 from embtie.reporting.document import Block as Block  # the sections' block type, re-exported
 from embtie.reporting.document import fmt
@@ -102,9 +103,22 @@ def verdict_cell(ctx: ReportContext, metric: str, strategy: str, words: dict[str
     equivalence."""
     d = decision(ctx, metric, strategy)
     if d is None:
-        return "-"
+        return _too_few_seeds(ctx, metric, strategy)
     text = (words or {}).get(d.verdict, d.verdict)
     return f"{text} (±{d.margin:g}{'%' if d.relative else ''})" if d.verdict == "equivalent" else text
+
+
+def _too_few_seeds(ctx: ReportContext, metric: str, strategy: str) -> str:
+    """The verdict cell of a strategy with fewer than 2 seeds paired with the baseline's: "undecided, N
+    seed(s)" (a paired test needs two), or "-" where it has no value of ``metric``, is the baseline, or has
+    the seeds but no test (a relative margin of a baseline at 0)."""
+    if strategy == ctx.baseline:
+        return "-"
+    value = next(m.value for m in TESTED if m.key == metric)
+    mine = {r.seed for r in ctx.rows if r.strategy == strategy and value(r) is not None}
+    base = {r.seed for r in ctx.rows if r.strategy == ctx.baseline and value(r) is not None}
+    n = len(mine & base)
+    return "-" if not mine or n >= 2 else f"undecided, {n} paired seed{'' if n == 1 else 's'}"
 
 
 def delta_cells(

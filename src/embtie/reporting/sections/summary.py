@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from embtie.comparison.records import SeedSummary, StrategySummary
@@ -66,6 +67,22 @@ def budget_text(ctx: ReportContext) -> str:
     )
 
 
+def numerics_text(ctx: ReportContext) -> str:
+    """Which CPU(s) and kernels made the runs, with the runs of each when they mixed several; runs whose
+    summary.json predates the record are "not recorded"."""
+    made_by = [p.summary.numerics for p in ctx.comparison.per_run]
+    counts = Counter(n.text() if n is not None else "not recorded" for n in made_by)
+    if len(counts) <= 1:
+        made = next(iter(counts), "not recorded")  # no runs: a report redrawn from saved tables
+        if made == "not recorded":
+            return "Made on: not recorded (the runs predate embtie recording their CPU and kernels)."
+        return (f"Made on: {made} (every run). Another CPU model or kernel path rounds differently, and "
+                "per-seed values move with it.")  # fmt: skip
+    parts = "; ".join(f"{text} ({n} run{'s' if n != 1 else ''})" for text, n in counts.most_common())
+    return (f"Made on {len(counts)} different CPUs or kernel paths: {parts}. Runs made on different numerics "
+            "are not bit-comparable: their differences include the machine's.")  # fmt: skip
+
+
 def _p(p: float) -> str:
     cell = p_cell(p)
     return f"p {cell}" if cell.startswith("<") else f"p = {cell}"
@@ -76,9 +93,10 @@ def _size(d: Decision, label: str) -> str:
 
 
 def _interval(d: Decision, equivalence: bool = False) -> str:
-    """The interval a verdict rests on: the 1 - a one, or the 1 - 2a one for an equivalence."""
+    """The interval a verdict rests on, at the level of its Holm step: the difference's, or the equivalence
+    one (1 - 2a) for an equivalence."""
     lo, hi = d.tost_ci if equivalence else d.ci
-    level = 1 - 2 * d.level if equivalence else 1 - d.level
+    level = d.confidences()[1 if equivalence else 0]
     unit = "%" if d.relative else ""
     return f"{100 * level:.4g}% CI [{lo:+.2f}{unit}, {hi:+.2f}{unit}] over {d.n} paired seeds"
 
@@ -118,7 +136,9 @@ def plain_summary(ctx: ReportContext) -> list[str]:
     lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, 2 if metric == 'bleu' else 1)} (mean over seeds)."]
     v = ctx.comparison.verdicts.get(metric)
     if v is None:
-        return [*lines, "No strategy has two seeds paired with the baseline's yet, so nothing is decided."]
+        n = len({r.seed for r in ctx.rows if r.strategy == ctx.baseline})
+        return [*lines, f"No strategy has two seeds paired with the baseline's yet, so every one is undecided, "
+                        f"{n} paired seed{'' if n == 1 else 's'} (a paired test needs two)."]  # fmt: skip
     decided = _in_order(v)
     lines += [_sentence(n, d, label) for n, d in decided]
     groups = {k: [n for n, d in decided if d.verdict == k] for k in VERDICTS}
@@ -153,4 +173,5 @@ def _in_order(v: MetricVerdicts) -> list[tuple[str, Decision]]:
 
 def summary(ctx: ReportContext) -> list[Block]:
     """The budget and the plain-language summary (the report's first section)."""
-    return [Heading("Summary"), Text(budget_text(ctx)), *[Text(s) for s in plain_summary(ctx)]]
+    lines = [budget_text(ctx), numerics_text(ctx), *plain_summary(ctx)]
+    return [Heading("Summary"), *[Text(s) for s in lines]]

@@ -28,17 +28,22 @@ def _cells(d: Decision, v: MetricVerdicts) -> list[str]:
     unit = "%" if d.relative else ""
     lo, hi = d.ci
     tlo, thi = d.tost_ci
+    c_diff, c_eq = d.confidences()
     needed = "-" if d.verdict != "undecided" else (str(d.seeds_needed) if d.seeds_needed else "> 200")
     return [
         str(d.n),
-        f"{d.mean:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}]",
-        f"[{tlo:+.2f}, {thi:+.2f}]",
+        f"{d.mean:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}] ({_pct(c_diff)})",
+        f"[{tlo:+.2f}, {thi:+.2f}] ({_pct(c_eq)})",
         v.margin_text(),
         d.verdict,
         f"{p_cell(d.p_difference_holm)} / {p_cell(d.p_equivalence_holm)}",
         d.test,
         needed,
     ]
+
+
+def _pct(confidence: float) -> str:
+    return f"{100 * confidence:.4g}%"
 
 
 def _label(ctx: ReportContext, v: MetricVerdicts) -> str:
@@ -48,17 +53,18 @@ def _label(ctx: ReportContext, v: MetricVerdicts) -> str:
 def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
     unit = "% of tied" if v.relative else ""
     better = "higher" if v.higher_is_better else "lower"
-    level = next((d.level for n in v.decisions if (d := v.decision(n)) is not None), 0.05)
     rows = [[n, *_cells(d, v)] for n in ctx.names if (d := v.decision(n)) is not None]
-    delta = f"Δ vs tied{' (' + unit + ')' if unit else ''} [{100 * (1 - level):.4g}% CI]"
-    header = ["strategy", "paired seeds", delta, f"{100 * (1 - 2 * level):.4g}% CI (equivalence)", "margin",
+    delta = f"Δ vs tied{' (' + unit + ')' if unit else ''} [CI (confidence)]"
+    header = ["strategy", "paired seeds", delta, "CI (equivalence)", "margin",
               "verdict", "p: difference / equivalence (Holm)", "test", "seeds to decide (80% power)"]  # fmt: skip
     return Table(
         header,
         rows,
         f"{_label(ctx, v)} ({better} is better). Δ: strategy minus tied, per pair of equal seed, then averaged; "
-        f"Student-t intervals over the pairs. Equivalent: the equivalence interval lies inside the margin "
-        f"(TOST); better/worse: the first interval excludes 0 (paired t-test); else undecided, with the "
+        f"Student-t intervals over the pairs, each at the level its Holm step tested (1 - a/(m - k) for the "
+        f"difference, 1 - 2a/(m - k) for equivalence), so an interval excludes 0 or lies inside the margin exactly "
+        f"when its test rejects. Equivalent: the equivalence interval lies inside the margin (TOST); "
+        f"better/worse: the first interval excludes 0 (paired t-test); else undecided, with the "
         f"paired seeds that would decide it at the observed difference and spread. Design: {v.design}.",
     )
 
@@ -76,8 +82,9 @@ def pairing_table(ctx: ReportContext, metric: str) -> Table | None:
         mine, base = paired_values(ctx.rows, n, ctx.baseline, tested)
         p = pairing(mine, base) if len(mine) >= 3 else None
         if p is not None:
+            mark = " †" if p.variance_removed < 0 else ""
             rows.append([n, str(p.n), f"{p.correlation:.2f}", f"{p.sd_paired:.2f}%", f"{p.sd_unpaired:.2f}%",
-                         f"{100 * p.variance_removed:.0f}%"])  # fmt: skip
+                         f"{100 * p.variance_removed:.0f}%{mark}"])  # fmt: skip
     if not rows:
         return None
     header = ["strategy", "seeds", f"correlation with tied ({tested.label})", "sd of paired differences",
@@ -87,8 +94,21 @@ def pairing_table(ctx: ReportContext, metric: str) -> Table | None:
         rows,
         "What pairing by seed buys: the per-seed values' correlation with tied, the spread of the per-seed "
         "differences (percent of tied), the spread independent seeds would give, and the share of the "
-        "difference's variance that pairing removes (embtie.decisions.pairing).",
+        "difference's variance that pairing removes (embtie.decisions.pairing)." + _negative_note(rows),
     )
+
+
+NEGATIVE_NOTE = (
+    " † A negative share: pairing hurt here, because this strategy's per-seed values are negatively "
+    "correlated with tied's, so the paired differences spread more than independent seeds would. With few "
+    "seeds that is most likely sampling noise (a correlation over 3 to 5 seeds can come out negative when "
+    "the true one is small); the paired tests stay valid, they only gain nothing from the pairing."
+)
+"""the footnote of a pairing table with a negative "variance removed"."""
+
+
+def _negative_note(rows: list[list[str]]) -> str:
+    return NEGATIVE_NOTE if any(r[-1].endswith("†") for r in rows) else ""
 
 
 def verdicts(ctx: ReportContext) -> list[Block]:
