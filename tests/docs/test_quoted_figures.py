@@ -1,0 +1,337 @@
+# ruff: noqa: E501  (one line per quoted figure: the table reads as a list)
+"""Every figure that README.md, docs/reproductions.md and docs/results.md quote from a results folder is
+re-computed here from that folder's files (results.csv / results.json, or a table of its report.md) and
+compared at the precision the document prints it, so the documents cannot drift from the data.
+
+A row of ``FIGURES`` is (document, phrase, folder under results/, expression): the expression gets the
+folder (``Folder``: its rows, its verdicts, its report's tables) and returns the values that fill the
+phrase's ``{}`` fields with their format specs; the filled phrase must occur in the document (read with
+Unicode minus signs as ASCII ones). Adding a figure is one line."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from embtie.comparison.records import SeedSummary
+from embtie.comparison.verdicts import TESTED, all_verdicts, paired_values
+from embtie.decisions import Decision
+from embtie.decisions.pairing import Pairing, pairing
+from embtie.reporting.saved_verdicts import read_rows
+from embtie.reporting.sections.context import ci
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Folder:
+    """A results folder's files, read once."""
+
+    def __init__(self, name: str) -> None:
+        self.path = ROOT / "results" / name
+        self.rows, self.saved = read_rows(self.path)
+        self.report = (self.path / "report.md").read_text(encoding="utf-8") if (self.path / "report.md").is_file() else ""
+
+    def values(self, strategy: str, column: str) -> list[float]:
+        """The per-seed values of ``column`` for ``strategy``, in seed order."""
+        rows = sorted((r for r in self.rows if r.strategy == strategy), key=lambda r: r.seed)
+        return [float(v) for r in rows if (v := getattr(r, column)) is not None]
+
+    def mean(self, strategy: str, column: str) -> float:
+        return statistics.mean(self.values(strategy, column))
+
+    def sd(self, strategy: str, column: str) -> float:
+        return statistics.stdev(self.values(strategy, column))
+
+    def seed(self, strategy: str, seed: int, column: str) -> float:
+        return next(float(getattr(r, column)) for r in self.rows if r.strategy == strategy and r.seed == seed)
+
+    def delta(self, strategy: str, column: str, baseline: str = "tied") -> float:
+        """Difference of the seed means."""
+        return self.mean(strategy, column) - self.mean(baseline, column)
+
+    def pct(self, strategy: str, column: str, baseline: str = "tied") -> float:
+        """Difference of the seed means, percent of the baseline's."""
+        return 100 * (self.mean(strategy, column) / self.mean(baseline, column) - 1)
+
+    def decision(self, metric: str, strategy: str) -> Decision:
+        """The verdict the folder's report prints: the saved one of a sequential design (results.json's
+        verdicts with looks), else recomputed from the per-seed values (one look, Holm, default margins)."""
+        saved = self.saved.get("verdicts", {}).get(metric)
+        if saved is not None and "looks at" in saved["design"]:
+            d = saved["decisions"][strategy]
+            return Decision(**{**d, "ci": tuple(d["ci"]), "tost_ci": tuple(d["tost_ci"])})
+        d = all_verdicts(self.rows, "tied")[metric].decision(strategy)
+        assert d is not None
+        return d
+
+    def said(self, metric: str, strategy: str) -> str:
+        """A verdict as the documents write it: 'worse, -6.25 [-12.33, -0.17] (97.5%)', 'equivalent within
+        ±0.5, +0.25 [-0.00, +0.50] (97.5%)', 'undecided, ... ; about 57 paired seeds would decide it'."""
+        d = self.decision(metric, strategy)
+        c_diff, c_eq = d.confidences()
+        unit = "%" if d.relative else ""
+        lo, hi = d.tost_ci if d.verdict == "equivalent" else d.ci
+        conf = c_eq if d.verdict == "equivalent" else c_diff
+        interval = f"{d.mean:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}] ({100 * conf:.4g}%)"
+        if d.verdict == "equivalent":
+            return f"equivalent within ±{d.margin:g}{unit}, {interval}"
+        if d.verdict != "undecided":
+            return f"{d.verdict}, {interval}"
+        more = (f"about {d.seeds_needed} paired seeds would decide it" if d.seeds_needed is not None
+                else "more than 200 paired seeds would be needed")  # fmt: skip
+        return f"undecided, {interval}; {more}"
+
+    def cell(self, header: str, row: str, column: str) -> str:
+        """The cell of a report.md table whose header line contains ``header``: the row whose first cell
+        starts with ``row``, the column whose header starts with ``column``."""
+        lines = self.report.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("|") and header in line)
+        names = [c.strip() for c in lines[start].strip().strip("|").split(" | ")]
+        col = next(i for i, n in enumerate(names) if n.startswith(column))
+        for line in lines[start + 2 :]:
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            if cells[0].startswith(row):
+                return cells[col]
+        raise AssertionError(f"no row {row!r} in the table {header!r} of {self.path}/report.md")
+
+    def summary(self, strategy: str, column: str, digits: int = 1) -> str:
+        """'mean ± std [95% CI]' over seeds, as the reports print it."""
+        return ci(SeedSummary.of(self.values(strategy, column)), digits)
+
+    def col(self, header: str, row: str, index: int) -> str:
+        """The ``index``-th cell of a report.md table row (see ``cell``)."""
+        lines = self.report.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("|") and header in line)
+        for line in lines[start + 2 :]:
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            if cells[0].startswith(row):
+                return cells[index]
+        raise AssertionError(f"no row {row!r} in the table {header!r} of {self.path}/report.md")
+
+    def pairing(self, metric: str, strategy: str) -> Pairing:
+        """How closely ``strategy``'s per-seed ``metric`` follows tied's (embtie.decisions.pairing)."""
+        tested = next(m for m in TESTED if m.key == metric)
+        return pairing(*paired_values(self.rows, strategy, "tied", tested))
+
+    def dynamics(self, strategy: str, key: str) -> list[float]:
+        """results.json's update_dynamics values of ``key`` for ``strategy`` (one per seed)."""
+        return [r[key] for r in self.saved["update_dynamics"] if r["strategy"] == strategy]
+
+
+@cache
+def folder(name: str) -> Folder:
+    return Folder(name)
+
+
+@cache
+def document(name: str) -> str:
+    return (ROOT / name).read_text(encoding="utf-8").replace("−", "-")
+
+
+R, P, D = "README.md", "docs/reproductions.md", "docs/results.md"
+Expr = Callable[[Folder], Any]
+
+FIGURES: list[tuple[str, str, str, Expr]] = [
+    # README.md, the claims table
+    (R, "untied against tied: {}", "press-wolf", lambda f: f.said("valid_ppl", "untied")),
+    (R, "tied-proj: {}", "press-wolf", lambda f: f.said("valid_ppl", "tied-proj")),
+    (R, "Procrustes cosine {:.2f} to untied's output vs {:.2f} to its input", "press-wolf",
+     lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")))),
+    (R, "step-0 loss tied {:.2f} vs ln V {:.2f}", "su-convergence", lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"))),
+    (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
+    (R, "untied: {} |", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
+    (R, "l2norm {}; cosine", "liu-decisive/transformer", lambda f: f.said("bleu", "l2norm")),
+    (R, "cosine {}: the paper", "liu-decisive/transformer", lambda f: f.said("bleu", "cosine")),
+    (R, "l2norm {}; cosine {} |", "liu-decisive/transformer",
+     lambda f: (f.said("valid_ppl", "l2norm"), f.said("valid_ppl", "cosine"))),
+    (R, "Show-Tell, 3 epochs: fixed {}. ", "shalev-captioning/show-tell", lambda f: f.said("bleu", "fixed")),
+    (R, "Show-Attend-Tell, 1 epoch: fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("bleu", "fixed")),
+    (R, "Show-Tell: fixed {}. ", "shalev-captioning/show-tell", lambda f: f.said("vu", "fixed")),
+    (R, "Show-Attend-Tell: fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("vu", "fixed")),
+    (R, "is {}, with fewer distinct words: {} |", "shalev-decisive/de-en",
+     lambda f: (f.said("bleu", "fixed-lr10"), f.said("vu", "fixed-lr10"))),
+    (R, "adaptive against flat tied: {}, with {:.1f}× fewer", "wikitext2-adaptive",
+     lambda f: (f.said("valid_ppl", "adaptive"), f.mean("tied", "params_learned") / f.mean("adaptive", "params_learned"))),
+    (R, "l2norm within clusters: {} |", "wikitext2-adaptive", lambda f: f.said("valid_ppl", "adaptive-l2norm")),
+    # docs/results.md
+    (D, "tied {:.2f}, untied {:.2f}, l2norm {:.2f}, sqnorm {:.2f}, distance {:.2f}, cosine\n{:.2f}, fixed {:.2f}.", "multi30k-h100",
+     lambda f: tuple(f.mean(s, "bleu") for s in ("tied", "untied", "l2norm", "sqnorm", "distance", "cosine", "fixed"))),
+    (D, "ahead of tied by {:+.2f}, {:+.2f} and {:+.2f} BLEU", "multi30k-h100", lambda f: tuple(f.delta(s, "bleu") for s in ("l2norm", "distance", "cosine"))),
+    (D, "sqnorm is level ({:.2f}) and fixed behind ({:.2f})", "multi30k-h100", lambda f: (f.delta("sqnorm", "bleu"), f.delta("fixed", "bleu"))),
+    (D, "(p {}-{} for the three normalized ones)", "multi30k-h100",
+     lambda f: tuple(f"{x:.2f}" for x in sorted(float(f.cell("Δ BLEU vs tied", s, "p: bootstrap").split(" / ")[0]) for s in ("l2norm", "distance", "cosine"))[::2])),
+    (D, "**undecided, {} paired seed**", "multi30k-h100", lambda f: len(f.values("tied", "bleu"))),
+    # docs/reproductions.md: Su 2023
+    *[(P, f"| {label} | {{}} | {{}} | {{}} / {{}} |", "su-convergence",
+       lambda f, n=n: (f.summary(n, "valid_ppl"), f.said("valid_ppl", n) if n != "tied" else "—", f.col("steps to valid loss", n, 1).split()[0], f.col("steps to valid loss", n, 2).split()[0]))
+      for n, label in [("tied", "tied"), ("tied-loginit", "tied-loginit (σ = ln V / d)"), ("tied-bert", "tied-bert"), ("tied-shuffle", "tied-shuffle"), ("untied", "untied")]],
+    (P, "(141 / 283 steps to tied's 25% / 50% loss, against {}–{} / {}–{} for the other three)", "su-convergence",
+     lambda f: tuple(g(int(f.col("steps to valid loss", n, c).split()[0]) for n in ("tied-bert", "tied-shuffle", "untied")) for c in (1, 2) for g in (min, max))),
+    (P, "with the highest perplexity of the four ({:.1f})", "su-convergence", lambda f: max(f.mean(n, "valid_ppl") for n in ("tied-loginit", "tied-bert", "tied-shuffle", "untied"))),
+    (P, "tied's problem: {:.2f}\nagainst ln V = {:.2f}, {:.2f}–{:.2f} for the countermeasures", "su-convergence",
+     lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"), *(g(f.mean(n, "step0_loss") for n in ("tied-loginit", "tied-bert", "tied-shuffle", "untied")) for g in (min, max)))),
+    # Press & Wolf
+    *[(P, f"| {label} | {{:.1f}} / {{:.1f}} | **{{}}** ± {{}} | {{}} |", "press-wolf",
+       lambda f, n=n: (*f.values(n, "valid_ppl"), *f.summary(n, "valid_ppl").split(" ± "), f.said("valid_ppl", n) if n != "tied" else "—"))
+      for n, label in [("untied", "untied"), ("tied", "tied"), ("tied-proj", "tied-proj (λ = 0.15)")]],
+    (P, "untied is {:+.1f}% above tied (the paper: +1.9%), with a paired t-test p of {:.2f} ({:.2f} after Holm)", "press-wolf",
+     lambda f: (f.pct("untied", "valid_ppl"), f.decision("valid_ppl", "untied").p_difference, f.decision("valid_ppl", "untied").p_difference_holm)),
+    (P, "ahead of tied in both seeds ({:.1f} and {:.1f}) and would need about {} paired\nseeds", "press-wolf",
+     lambda f: (*[a - b for a, b in zip(f.values("tied-proj", "valid_ppl"), f.values("tied", "valid_ppl"))], f.decision("valid_ppl", "tied-proj").seeds_needed)),
+    (P, "far smaller than the paper's ({:.1f}% vs -10.2%)", "press-wolf", lambda f: f.pct("tied-proj", "valid_ppl")),
+    (P, "(p {} for both)", "press-wolf", lambda f: {f.cell("Δ ppl vs tied", n, "p: bootstrap").split(" / ")[0] for n in ("untied", "tied-proj")}.pop()),
+    (P, "(Procrustes mean row cosine {:.3f} ± {:.3f} vs {:.3f} ± {:.3f};\nfrequent third {:.3f} vs {:.3f}; tied-proj {:.3f} vs {:.3f})", "press-wolf",
+     lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.stdev(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")), statistics.stdev(f.dynamics("tied", "to_input")),
+                statistics.mean(f.dynamics("tied", "to_output_frequent")), statistics.mean(f.dynamics("tied", "to_input_frequent")), statistics.mean(f.dynamics("tied-proj", "to_output")), statistics.mean(f.dynamics("tied-proj", "to_input")))),
+    # Shalev et al., captioning
+    *[(P, f"| {label} | {{}} | {{}} | {{}} | {{}} |", "shalev-captioning/show-tell",
+       lambda f, n=n: (f.summary(n, "bleu", 2), f.said("bleu", n) if n != "tied" else "—", f.summary(n, "vu", 0), f.said("vu", n) if n != "tied" else "—"))
+      for n, label in [("untied", 'untied ("non-fixed")'), ("tied", "tied"), ("fixed", "fixed")]],
+    (P, "Fixed targets cost {:.2f} BLEU-4\nagainst tied, but the equivalence interval, [{:+.2f}, {:+.2f}] (95%)", "shalev-captioning/show-tell",
+     lambda f: (f.decision("bleu", "fixed").mean, *f.decision("bleu", "fixed").tost_ci)),
+    (P, "Untied is {:.2f} behind tied", "shalev-captioning/show-tell", lambda f: -f.decision("bleu", "untied").mean),
+    (P, "fixed uses no more distinct words than tied\n({:.0f} vs {:.0f}; the paper", "shalev-captioning/show-tell", lambda f: (f.mean("fixed", "vu"), f.mean("tied", "vu"))),
+    (P, "(the references use {}\ndistinct words, {}% of their tokens rare)", "shalev-captioning/show-tell", lambda f: re.search(r"themselves: VU (\d+), rare share ([\d.]+)%", f.report).groups()),
+    (P, "validation perplexity is also much worse ({:.1f} vs {:.1f})", "shalev-captioning/show-tell", lambda f: (f.mean("fixed", "valid_ppl"), f.mean("tied", "valid_ppl"))),
+    *[(P, f"| {label} | {{}} | {{}} | {{}} | {{}} | {{}} |", "shalev-captioning/show-attend-tell",
+       lambda f, n=n: (f.summary(n, "bleu", 2), f.said("bleu", n) if n != "tied" else "—", f.summary(n, "vu", 0), f.said("vu", n) if n != "tied" else "—", f"{f.mean(n, 'valid_ppl'):.3g}"))
+      for n, label in [("untied", 'untied ("non-fixed")'), ("tied", "tied"), ("fixed", "fixed")]],
+    (P, "step-0 loss of {:.0f} (ln V = {:.1f}) and after one epoch is still far behind (valid perplexity {:.0f} vs {:.0f})", "shalev-captioning/show-attend-tell",
+     lambda f: (f.mean("fixed", "step0_loss"), f.mean("fixed", "ln_v"), f.mean("fixed", "valid_ppl"), f.mean("tied", "valid_ppl"))),
+    (P, "It uses\n{:.0f}% more distinct words on average ({:.0f} vs {:.0f})", "shalev-captioning/show-attend-tell", lambda f: (f.pct("fixed", "vu"), f.mean("fixed", "vu"), f.mean("tied", "vu"))),
+    (P, "(rare-word share {:.2f}%)", "shalev-captioning/show-attend-tell", lambda f: 100 * f.mean("fixed", "rare_token_share")),
+    (P, "Untied\nagainst tied is undecided in BLEU-4 ({:.2f})", "shalev-captioning/show-attend-tell", lambda f: f.decision("bleu", "untied").mean),
+    # Shalev et al., translation, 2 epochs
+    *[(P, f"| {d} | {label} | {{}} | {{}} | {{:.2f}} | {{:.0f}} | {{}} |", name,
+       lambda f, n=n: (f.summary(n, "bleu", 2), f.said("bleu", n) if n != "tied" else "—", f.mean(n, "valid_ppl"), f.mean(n, "vu"), f.said("vu", n) if n != "tied" else "—"))
+      for d, name in [("De→En", "shalev-multi30k/de-en"), ("En→De", "shalev-multi30k/en-de")]
+      for n, label in [("untied", 'untied ("non-fixed")'), ("tied", "tied"), ("fixed", "fixed"), ("fixed-lr10", "fixed, scale at 10 × lr")]],
+    (P, "the fixed head is {:.2f} (De→En)", "shalev-multi30k/de-en", lambda f: -f.decision("bleu", "fixed").mean),
+    (P, "and {:.2f} (En→De) BLEU behind", "shalev-multi30k/en-de", lambda f: -f.decision("bleu", "fixed").mean),
+    (P, "the gap shrinks to {:.2f} and", "shalev-multi30k/de-en", lambda f: -f.decision("bleu", "fixed-lr10").mean),
+    (P, "and {:.2f}\nBLEU, still worse", "shalev-multi30k/en-de", lambda f: -f.decision("bleu", "fixed-lr10").mean),
+    (P, "fewer distinct words ({:.0f}% to", "shalev-multi30k/de-en", lambda f: f.decision("vu", "fixed-lr10").mean),
+    (P, "to {:.0f}%), the opposite", "shalev-multi30k/en-de", lambda f: f.decision("vu", "fixed").mean),
+    (P, "Untied against tied is undecided De→En\n({:+.2f})", "shalev-multi30k/de-en", lambda f: f.decision("bleu", "untied").mean),
+    (P, "and better En→De ({:+.2f})", "shalev-multi30k/en-de", lambda f: f.decision("bleu", "untied").mean),
+    (P, "De→En untied {:,.0f}, tied {:,.0f} ({:.1f}%; paper", "shalev-multi30k/de-en",
+     lambda f: (f.mean("untied", "params_learned"), f.mean("tied", "params_learned"), f.pct("tied", "params_learned", "untied"))),
+    (P, "En→De untied {:,.0f}, tied {:,.0f} ({:.1f}%; paper", "shalev-multi30k/en-de",
+     lambda f: (f.mean("untied", "params_learned"), f.mean("tied", "params_learned"), f.pct("tied", "params_learned", "untied"))),
+    (P, "Fixed learns V + 1 more than tied here ({:,.0f} / ", "shalev-multi30k/de-en", lambda f: f.delta("fixed", "params_learned")),
+    (P, " / {:,.0f}: the output bias and the scale)", "shalev-multi30k/en-de", lambda f: f.delta("fixed", "params_learned")),
+    (P, "Spearman ρ (norm vs count) is {:.2f} ± {:.2f} untied and\n{:.2f} ± {:.2f} tied De→En", "shalev-multi30k/de-en",
+     lambda f: (f.mean("untied", "rho_output_norm_freq"), f.sd("untied", "rho_output_norm_freq"), f.mean("tied", "rho_output_norm_freq"), f.sd("tied", "rho_output_norm_freq"))),
+    (P, "and {:.2f} / {:.2f} En→De", "shalev-multi30k/en-de", lambda f: (f.mean("untied", "rho_output_norm_freq"), f.mean("tied", "rho_output_norm_freq"))),
+    (P, "input: SimLex-999 {}, MEN {}, MTurk-771 {}, WS-353 {}.", "shalev-multi30k/de-en",
+     lambda f: tuple(re.sub(r" ± [\d.]+", "", f.col("SimLex-999: output", "untied", i)) for i in range(1, 5))),
+    (P, "on WS-353 ({}\npairs found)", "shalev-multi30k/de-en", lambda f: f.col("SimLex-999: output", "coverage", 4).split("/")[0]),
+    (P, "Tied gives {} / {} / {} (one matrix); fixed rows are at\nchance ({} / {} / {})", "shalev-multi30k/de-en",
+     lambda f: tuple(f.col("SimLex-999: output", n, i).split(" ± ")[0] for n in ("tied (", "fixed (") for i in range(1, 4))),
+    # Shalev et al., decided
+    (P, "| tied | {:.2f} | — |", "shalev-decisive/de-en", lambda f: f.mean("tied", "bleu")),
+    (P, "| fixed-lr10 | {:.2f} | **{}** (paired t-test, Holm) | {} | {} |", "shalev-decisive/de-en",
+     lambda f: (f.mean("fixed-lr10", "bleu"), f.said("bleu", "fixed-lr10"), f.said("valid_ppl", "fixed-lr10"), f.said("vu", "fixed-lr10"))),
+    (P, "still cost {:.2f} BLEU here, more than\nthe {:.2f} after 2 epochs", "shalev-decisive/de-en",
+     lambda f: (-f.decision("bleu", "fixed-lr10").mean, -folder("shalev-multi30k/de-en").decision("bleu", "fixed-lr10").mean)),
+    (P, "Pairing by seed removed {:.0f}% of the variance of the BLEU\ndifference (correlation with tied {:.2f})", "shalev-decisive/de-en",
+     lambda f: (100 * f.pairing("bleu", "fixed-lr10").variance_removed, f.pairing("bleu", "fixed-lr10").correlation)),
+    # Liu et al., 2 epochs
+    *[(P, f"| {fam} | {n} | {{}} | {{}} | {{}} | {{}} / 3 |", name,
+       lambda f, n=n: (f.summary(n, "bleu", 2), f.col("Δ BLEU vs tied", n, 5).split(" ± ")[0], f.said("bleu", n), sum(a > b for a, b in zip(f.values(n, "bleu"), f.values("tied", "bleu")))))
+      for fam, name in [("Transformer", "liu-multi30k/transformer"), ("DynamicConv", "liu-multi30k/dynamicconv")]
+      for n in ("l2norm", "sqnorm", "distance", "cosine")],
+    *[(P, f"| {fam} | tied (Liu's baseline) | {{}} | {{}} | — |", name,
+       lambda f: (f.summary("tied", "bleu", 2), f.col("Δ BLEU vs tied", "tied", 5).split(" ± ")[0]))
+      for fam, name in [("Transformer", "liu-multi30k/transformer"), ("DynamicConv", "liu-multi30k/dynamicconv")]],
+    (P, "every normalization is ahead of tied on the Transformer ({:+.2f} to {:+.2f} BLEU)", "liu-multi30k/transformer",
+     lambda f: tuple(g(f.decision("bleu", n).mean for n in ("l2norm", "sqnorm", "distance", "cosine")) for g in (min, max))),
+    (P, "l2norm ({:+.2f}) and cosine ({:+.2f}) are ahead, sqnorm is level ({:+.2f}) and distance slightly behind ({:+.2f})", "liu-multi30k/dynamicconv",
+     lambda f: tuple(f.decision("bleu", n).mean for n in ("l2norm", "cosine", "sqnorm", "distance"))),
+    (P, "(BLEU sd {:.1f}–{:.1f} over 3 seeds)", "liu-multi30k/transformer",
+     lambda f: tuple(g(folder(x).sd(n, "bleu") for x in ("liu-multi30k/transformer", "liu-multi30k/dynamicconv") for n in ("tied", "l2norm", "sqnorm", "distance", "cosine")) for g in (min, max))),
+    (P, "Perplexity does not separate the strategies either (Transformer {:.2f}–{:.2f}, DynamicConv\n{:.2f}–{:.2f})", "liu-multi30k/dynamicconv",
+     lambda f: tuple(g(folder(x).mean(n, "valid_ppl") for n in ("tied", "l2norm", "sqnorm", "distance", "cosine")) for x in ("liu-multi30k/transformer", "liu-multi30k/dynamicconv") for g in (min, max))),
+    (P, "A Transformer tied model trained 5 epochs reaches {:.2f} (the mean of {} seeds below)", "liu-decisive/transformer",
+     lambda f: (f.mean("tied", "bleu"), len(f.values("tied", "bleu")))),
+    # Liu et al., decided
+    (P, "| tied | {:.2f} | — | — | — |", "liu-decisive/transformer", lambda f: f.mean("tied", "bleu")),
+    *[(P, f"| {n} | {{:.2f}} | **{{}}** (TOST p", "liu-decisive/transformer", lambda f, n=n: (f.mean(n, "bleu"), f.said("bleu", n))) for n in ("l2norm", "cosine")],
+    *[(P, f"| {{}} | +0.{tail}", "liu-decisive/transformer", lambda f, n=n: f.said("valid_ppl", n)) for n, tail in (("l2norm", "70 / +0.6"), ("cosine", "62 / +0.4"))],
+    (P, "(TOST p {:.4f}, level {:.4f})", "liu-decisive/transformer", lambda f: (f.decision("bleu", "l2norm").p_equivalence_holm, f.decision("bleu", "l2norm").level)),
+    (P, "(TOST p {:.4f}, Holm)", "liu-decisive/transformer", lambda f: f.decision("bleu", "cosine").p_equivalence_holm),
+    (P, "whose interval ends at {:+.3f}", "liu-decisive/transformer", lambda f: f.decision("bleu", "l2norm").tost_ci[1]),
+    (P, "Pairing by seed removed {:.0f}% (l2norm) and {:.0f}% (cosine) of the variance", "liu-decisive/transformer",
+     lambda f: tuple(100 * f.pairing("bleu", n).variance_removed for n in ("l2norm", "cosine"))),
+    # adaptive input + softmax
+    *[(P, f"| {label} | {{}} | {{}} | {{:,.0f}} | {{:,.0f}}–{{:,.0f}} |", "wikitext2-adaptive",
+       lambda f, n=n: (f.summary(n, "valid_ppl"), f.said("valid_ppl", n) if n != "tied" else "—", f.mean(n, "params_learned"), min(f.values(n, "tokens_per_s")), max(f.values(n, "tokens_per_s"))))
+      for n, label in [("tied", "flat tied"), ("l2norm", "flat l2norm"), ("adaptive", "adaptive (tied clusters)"), ("adaptive-l2norm", "adaptive, l2norm within clusters")]],
+    (P, "ends {:.1f}% below the flat softmax's perplexity on the seed means, with {:.1f}× fewer\nlearned parameters and about {:.0f}× the training throughput", "wikitext2-adaptive",
+     lambda f: (-f.pct("adaptive", "valid_ppl"), f.mean("tied", "params_learned") / f.mean("adaptive", "params_learned"), f.mean("adaptive", "tokens_per_s") / f.mean("tied", "tokens_per_s"))),
+    (P, "paired interval of\n{:.2f}% to {:+.2f}%", "wikitext2-adaptive", lambda f: f.decision("valid_ppl", "adaptive").ci),
+    (P, "(sd {:.1f}) swamps the differences of the seed means ({:.1f}% flat l2norm, {:.1f}% adaptive, {:.1f}% adaptive with\nl2norm)", "wikitext2-adaptive",
+     lambda f: (f.sd("tied", "valid_ppl"), *(f.pct(n, "valid_ppl") for n in ("l2norm", "adaptive", "adaptive-l2norm")))),
+    # the budgets the sections state: steps per run (every run of the folder)
+    *[(P, phrase, name, lambda f: {int(r.steps) for r in f.rows if r.steps is not None}.pop()) for phrase, name in [
+        ("preset, {} steps of", "su-convergence"), ("{:,} steps = 12.1M tokens", "press-wolf"), ("({:,} steps of 32 pairs", "shalev-captioning/show-tell"),
+        ("per run ({} steps, about 12–13 min", "shalev-captioning/show-attend-tell"), ("per run ({} steps of 128", "shalev-multi30k/de-en"),
+        ("per run ({} steps, 8–12 minutes", "liu-multi30k/transformer"), ("V = 33,278, {} steps of 16 × 64", "wikitext2-adaptive")]],
+]  # fmt: skip
+
+
+def _id(row: tuple[str, str, str, Expr]) -> str:
+    return f"{row[0]}:{row[2]}:{row[1][:40]}"
+
+
+def test_each_folder_ran_one_budget():
+    """The budget rows above read one step count per folder: every run of it trained the same steps."""
+    for name in {"su-convergence", "press-wolf", "shalev-captioning/show-tell", "shalev-captioning/show-attend-tell",
+                 "shalev-multi30k/de-en", "shalev-multi30k/en-de", "liu-multi30k/transformer", "liu-multi30k/dynamicconv",
+                 "wikitext2-adaptive"}:  # fmt: skip
+        assert len({r.steps for r in folder(name).rows}) == 1, name
+
+
+@pytest.mark.parametrize("doc, phrase, name, expression", FIGURES, ids=[_id(r) for r in FIGURES])
+def test_quoted_figure_matches_its_results_folder(doc: str, phrase: str, name: str, expression: Expr):
+    values = expression(folder(name))
+    values = values if isinstance(values, tuple) else (values,)
+    assert all(not isinstance(v, float) or math.isfinite(v) for v in values)
+    want = phrase.format(*values)
+    assert want in document(doc), f"{doc} should say {want!r} (from results/{name})"
+
+
+RESULTS_LINK = re.compile(r"\((?:\.\./)?results/([\w./-]+)\)")
+
+
+def _folder_of(link: str) -> str:
+    """The results folder a link points into (a file's folder, or the folder itself)."""
+    parts = link.rstrip("/").split("/")
+    return "/".join(parts[:-1] if "." in parts[-1] else parts)
+
+
+@pytest.mark.parametrize("doc", [R, P, D])
+def test_every_results_folder_a_document_cites_has_figures_checked(doc: str):
+    """A results folder a document links must have at least one of its figures in the table above (a
+    folder cited for nothing but a link, e.g. a README, may be listed in ``LINK_ONLY``)."""
+    cited = {_folder_of(m[1]) for m in RESULTS_LINK.finditer(document(doc))}
+    checked = {name for d, _, name, _ in FIGURES if d == doc}
+    missing = {c for c in cited if not any(c == n or n.startswith(c + "/") for n in checked)}
+    assert not missing - LINK_ONLY.get(doc, set()), f"{doc} quotes results folders no figure row checks: {missing}"
+
+
+LINK_ONLY: dict[str, set[str]] = {
+    R: {"default-job", "shalev-multi30k/de-en"},  # the default job's section is rewritten with its own rows
+    D: {"press-wolf"},
+}
+"""document -> results folders it links without quoting a figure of theirs."""
+
