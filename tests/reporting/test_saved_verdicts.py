@@ -114,3 +114,9 @@ def test_results_folders_carry_the_verdicts_their_results_files_give(name):
     assert "within noise" not in text and "Welch" not in text
     assert "within noise" not in (folder / "report.html").read_text(encoding="utf-8")
     assert redraw_markdown(text, saved_comparison(folder), folder) == text
+
+
+def test_no_report_under_results_reads_within_noise():
+    pages = [*ROOT.glob("results/**/report.md"), *ROOT.glob("results/**/report.html")]
+    assert len(pages) >= 2 * len(REDRAWN)
+    assert [p for p in pages if "within noise" in p.read_text(encoding="utf-8")] == []
