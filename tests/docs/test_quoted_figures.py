@@ -117,6 +117,18 @@ class Folder:
                 return cells[index]
         raise AssertionError(f"no row {row!r} in the table {header!r} of {self.path}/report.md")
 
+    def budget(self, what: str) -> str:
+        """A figure of the report's Budget line: the text before " training tokens" or " epochs"."""
+        match = re.search(rf"Budget: [^.]*?([\d,.]+) {what}", self.report)
+        assert match is not None, f"{self.path}/report.md has no {what} in its Budget line"
+        return match[1]
+
+    def budget_minutes(self) -> float:
+        """The median training time per run that the report's Budget line gives, in minutes."""
+        match = re.search(r"about (\S+) s of training each", self.report)
+        assert match is not None, f"{self.path}/report.md has no Budget line with a training time"
+        return float(match[1]) / 60
+
     def pairing(self, metric: str, strategy: str) -> Pairing:
         """How closely ``strategy``'s per-seed ``metric`` follows tied's (embtie.decisions.pairing)."""
         tested = next(m for m in TESTED if m.key == metric)
@@ -284,8 +296,21 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     # the budgets the sections state: steps per run (every run of the folder)
     *[(P, phrase, name, lambda f: {int(r.steps) for r in f.rows if r.steps is not None}.pop()) for phrase, name in [
         ("preset, {} steps of", "su-convergence"), ("{:,} steps = 12.1M tokens", "press-wolf"), ("({:,} steps of 32 pairs", "shalev-captioning/show-tell"),
-        ("per run ({} steps, about 12–13 min", "shalev-captioning/show-attend-tell"), ("per run ({} steps of 128", "shalev-multi30k/de-en"),
-        ("per run ({} steps, 8–12 minutes", "liu-multi30k/transformer"), ("V = 33,278, {} steps of 16 × 64", "wikitext2-adaptive")]],
+        ("per run ({} steps, about 12 min", "shalev-captioning/show-attend-tell"), ("per run ({} steps of 128", "shalev-multi30k/de-en"),
+        ("per run ({} steps, 8–9 minutes", "liu-multi30k/transformer"), ("V = 33,278, {} steps of 16 × 64", "wikitext2-adaptive")]],
+    # ... and the median training time per run (the reports' Budget lines)
+    (P, "0.66 epochs, about {:.0f} minutes per run", "su-convergence", lambda f: f.budget_minutes()),
+    (P, "about {:.0f} minutes of training per run (median)", "press-wolf", lambda f: f.budget_minutes()),
+    (P, "about {:.0f} min of training per run on one shared core", "shalev-captioning/show-tell", lambda f: f.budget_minutes()),
+    (P, "about {:.0f} min of training (median)", "shalev-captioning/show-attend-tell", lambda f: f.budget_minutes()),
+    (P, "sentences, {:.1f}–{:.0f} minutes of training per run (medians)", "shalev-multi30k/de-en", lambda f: (f.budget_minutes(), folder("shalev-multi30k/en-de").budget_minutes())),
+    (P, "{:.0f}–{:.0f} minutes of training per run (medians)", "liu-multi30k/transformer", lambda f: (folder("liu-multi30k/dynamicconv").budget_minutes(), f.budget_minutes())),
+    (P, "Absolute BLEU is {:.1f}–{:.1f} below the\npaper's converged models", "shalev-multi30k/de-en",
+     lambda f: (33.08 - f.mean("tied", "bleu"), 31.49 - folder("shalev-multi30k/en-de").mean("tied", "bleu"))),  # the paper's tied BLEU, De→En / En→De
+    (P, "{:,} steps = {:.1f}M tokens per run", "press-wolf", lambda f: (int(f.seed("tied", 0, "steps")), int(f.budget("training tokens").replace(",", "")) / 1e6)),
+    (P, "16 × 64 tokens, {} epochs, about", "su-convergence", lambda f: f.budget("epochs")),
+    (P, "600 steps is {} epochs: early training", "su-convergence", lambda f: f.budget("epochs")),
+    (P, "tokens = {} epochs, validation on", "wikitext2-adaptive", lambda f: f.budget("epochs")),
 ]  # fmt: skip
 
 
