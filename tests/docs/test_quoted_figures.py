@@ -311,6 +311,11 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (P, "16 × 64 tokens, {} epochs, about", "su-convergence", lambda f: f.budget("epochs")),
     (P, "600 steps is {} epochs: early training", "su-convergence", lambda f: f.budget("epochs")),
     (P, "tokens = {} epochs, validation on", "wikitext2-adaptive", lambda f: f.budget("epochs")),
+    (P, "d = 512, V = {}, **3 epochs**", "shalev-captioning/show-tell", lambda f: re.search(r"vocabulary V = (\d[\d,]*\d)", f.report)[1]),
+    (P, "2 × 128 GPT, V = {}, 300 steps", "wikitext2-adaptive", lambda f: re.search(r"vocabulary V = (\d[\d,]*\d)", f.report)[1]),
+    (P, "a step costs ~{:.0f}× Show-Tell's", "shalev-captioning/show-attend-tell",
+     lambda f: (folder("shalev-captioning/show-tell").seed("tied", 0, "steps") / folder("shalev-captioning/show-tell").budget_minutes()) / (f.seed("tied", 0, "steps") / f.budget_minutes())),
+    (P, "had not improved for 3 epochs, {}\nepochs;", "shalev-decisive/de-en", lambda f: re.search(r"Budget: [^;]*?([\d]+-[\d]+) \(median [\d]+\) epochs", f.report)[1].replace("-", "–")),
 ]  # fmt: skip
 
 
