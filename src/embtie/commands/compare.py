@@ -333,6 +333,8 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
     md, page = document.write(comparison_report.build(results, out), out)
     seeds = "/".join(str(spec.seeds_of(s)) for s in spec.strategies) if spec.seed_counts else str(spec.seeds)
     print(f"compared {len(spec.strategies)} strategies x {seeds} seeds in {time.perf_counter() - t0:.0f} s")
+    for line in comparison_report.verdict_lines(results, out):
+        print(f"  {line}")
     print(f"report: {page.resolve()}")
     print(f"        {md.resolve()}")
     print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")

@@ -11,6 +11,7 @@ analyse each once, and collect everything the report needs from the saved files.
 from embtie.comparison.execution import N_UPDATE_BATCHES, default_jobs, execute, train_and_analyse
 from embtie.comparison.plan import (
     BASELINE,
+    DEFAULT_JOB_DESIGN,
     DEFAULT_JOB_SEEDS,
     DEFAULT_OVERRIDES,
     DEFAULT_PRESET,
@@ -39,6 +40,7 @@ from embtie.comparison.results import CSV_FIELDS, collect, finished_runs, read_c
 __all__ = [
     "BASELINE",
     "CSV_FIELDS",
+    "DEFAULT_JOB_DESIGN",
     "DEFAULT_JOB_SEEDS",
     "DEFAULT_OVERRIDES",
     "DEFAULT_PRESET",

@@ -21,7 +21,7 @@ from embtie.reporting.sections.norms import vector_norms
 from embtie.reporting.sections.parameters import parameter_counts
 from embtie.reporting.sections.row_updates import row_update_frequency
 from embtie.reporting.sections.statistics import overview, throughput, validation_perplexity
-from embtie.reporting.sections.summary import summary
+from embtie.reporting.sections.summary import plain_summary, summary
 from embtie.reporting.sections.translation import bleu_and_vocab_usage
 from embtie.reporting.sections.update_dynamics import update_dynamics
 from embtie.reporting.sections.verdicts import verdicts
@@ -46,6 +46,12 @@ SECTIONS: list[Section] = [
     throughput,
 ]
 """The report's sections in order; each returns its blocks (an empty list to leave itself out)."""
+
+
+def verdict_lines(comparison: Comparison, out_dir: Path) -> list[str]:
+    """The report's plain summary as terminal lines (what ``embtie compare`` prints when it ends):
+    the baseline, one sentence per strategy in the words of its verdict, and the tally."""
+    return [line.replace("`", "") for line in plain_summary(make_context(comparison, out_dir))]
 
 
 def build(comparison: Comparison, out_dir: Path) -> document.Report:
