@@ -8,8 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from embtie.decisions.sequential import SequentialDesign
-
 if TYPE_CHECKING:
     from embtie.comparison import CompareSpec
     from embtie.comparison.launchers import Launched, Launcher
@@ -32,6 +30,7 @@ EXAMPLES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison
     from embtie.commands.common import number_arg, path_arg
+    from embtie.decisions.sequential import SequentialDesign
 
     parser.add_argument(
         "args",
@@ -96,10 +95,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=SequentialDesign.step,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
+    _add_analysis_argument(parser)
     _add_launcher_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
+    )
+
+
+def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
+    """--analysis: how much each run is analysed (``embtie.comparison.plan.analysis_level``)."""
+    from embtie import comparison
+    from embtie.comparison.plan import FULL_ANALYSIS_MIN_STEPS
+
+    parser.add_argument(
+        "--analysis",
+        choices=comparison.ANALYSIS_CHOICES,
+        default=None,
+        help="how much each run is analysed after training. full: everything; light: no row updates, word "
+        "similarity or update dynamics (the report drops those three sections); none: also no per-unit "
+        "validation pass (no bootstrap table: verdicts from the seeds alone). auto (the default): full for "
+        f"runs capped at {FULL_ANALYSIS_MIN_STEPS}+ steps (or uncapped), light for shorter ones",
     )
 
 
@@ -200,7 +216,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
     from embtie import cheap, comparison, sharing
     from embtie.commands.common import split_preset
-    from embtie.decisions import DEFAULT_MARGINS, parse_margins
+    from embtie.decisions import DEFAULT_MARGINS, SequentialDesign, parse_margins
     from embtie.errors import ConfigError
 
     given, overrides = split_preset(args.args)
@@ -236,6 +252,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
         margins={k: m for k, m in parse_margins(args.margin).items() if DEFAULT_MARGINS[k] != m},
         design=design,
+        analysis=args.analysis or (comparison.DEFAULT_JOB_ANALYSIS if default_job else comparison.DEFAULT_ANALYSIS),
     )
     return spec, default_job
 

@@ -85,8 +85,8 @@ class ResultRow(Record):
     steps: int | None
     rho_output_norm_freq: float | None
     rho_input_norm_freq: float | None
-    input_rows_per_batch: float
-    output_rows_per_batch: float
+    input_rows_per_batch: float | None
+    output_rows_per_batch: float | None
     run_dir: str
     bleu: float | None = None
     """translation: sacreBLEU; captioning: BLEU-4."""

@@ -117,7 +117,7 @@ def read_run(r: PlannedRun) -> RunRecord:
 def result_row(p: RunRecord) -> ResultRow:
     """A run's row of results.csv: training summary, step-0 loss, norm vs frequency, row updates, and the
     output-quality columns (None where they do not apply)."""
-    s, diag, nf = p.summary, p.diag, p.diag.norm_frequency
+    s, diag, nf, ru = p.summary, p.diag, p.diag.norm_frequency, p.diag.row_updates
     row = ResultRow(
         strategy=p.strategy,
         seed=p.seed,
@@ -133,8 +133,8 @@ def result_row(p: RunRecord) -> ResultRow:
         steps=s.steps,
         rho_output_norm_freq=None if nf is None else nf.output.rho,
         rho_input_norm_freq=None if nf is None else nf.input.rho,
-        input_rows_per_batch=diag.row_updates.input_rows_per_batch,
-        output_rows_per_batch=diag.row_updates.output_rows_per_batch,
+        input_rows_per_batch=None if ru is None else ru.input_rows_per_batch,
+        output_rows_per_batch=None if ru is None else ru.output_rows_per_batch,
         run_dir=p.run_dir,
     )
     _add_quality_columns(row, diag)
@@ -201,7 +201,7 @@ SeedValue = Callable[[ResultRow], float | None]
 """which per-seed value of a run the seed test compares."""
 
 
-def _valid_units(a: RunArrays) -> np.ndarray:
+def _valid_units(a: RunArrays) -> np.ndarray | None:
     return a.valid_units
 
 
@@ -228,6 +228,8 @@ def _vu(r: ResultRow) -> float | None:
 def _similarities(spec: CompareSpec, per_run: list[RunRecord]) -> list[update_dynamics.SimilarityRow]:
     """Procrustes similarities of every strategy's input vectors to the untied run of its seed."""
     if not any(p.strategy == update_dynamics.REFERENCE for p in per_run) or len(per_run) < 2:
+        return []
+    if any(p.diag.level != "full" for p in per_run):  # --analysis light/none: loading every model is the cost
         return []
     sources = [update_dynamics.SimilaritySource(p.strategy, p.seed, p.run_dir, p.arrays.counts) for p in per_run]
     return update_dynamics.cached_similarity_rows(spec.out_dir, sources)
