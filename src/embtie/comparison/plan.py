@@ -94,6 +94,13 @@ class CompareSpec:
     """seeds of a strategy when they differ from ``seeds`` (the rounds of a sequential design)."""
     analysis: str = DEFAULT_ANALYSIS
     """``auto``, ``full``, ``light`` or ``none``: how much each run is analysed (``analysis_level``)."""
+    metric: str | None = None
+    """the tested metric that decides (``--metric``: ppl, bpb, bleu, vu; None: perplexity, or BLEU where
+    the runs decode)."""
+    test: bool = False
+    """``--test``: every finished run is also evaluated on the test split, reported beside validation."""
+    test_file: str | None = None
+    """``--test-file``: the text the runs are tested on instead of their test split."""
 
     def seeds_of(self, label: str) -> int:
         return self.seed_counts.get(label, self.seeds)
@@ -120,6 +127,12 @@ class CompareSpec:
             parts += ["--margin", ",".join(f"{k}={m.spec()}" for k, m in self.margins.items())]
         if self.analysis != DEFAULT_ANALYSIS:
             parts += ["--analysis", self.analysis]
+        if self.metric is not None:
+            parts += ["--metric", self.metric]
+        if self.test:
+            parts += ["--test"]
+        if self.test_file is not None:
+            parts += ["--test-file", self.test_file]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 
