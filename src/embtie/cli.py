@@ -25,7 +25,6 @@ from collections.abc import Iterator
 
 from embtie import __version__
 from embtie.errors import EmbtieError
-from embtie.progress import QUIET_ENV
 
 # subcommand name -> module under embtie.commands
 COMMANDS: dict[str, str] = {
@@ -202,16 +201,21 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _quiet(enabled: bool) -> Iterator[None]:
-    """``--quiet``: progress bars off for this command (``embtie.progress.QUIET_ENV``), restored after."""
+    """``--quiet``: progress bars off for this command (``embtie.progress.QUIET_ENV``), restored after
+    (embtie.progress, and tqdm with it, imported only then: commands that show no bar start faster)."""
+    if not enabled:
+        yield
+        return
+    from embtie.progress import QUIET_ENV
+
     old = os.environ.get(QUIET_ENV)
-    if enabled:
-        os.environ[QUIET_ENV] = "1"
+    os.environ[QUIET_ENV] = "1"
     try:
         yield
     finally:
-        if enabled and old is None:
+        if old is None:
             del os.environ[QUIET_ENV]
-        elif enabled and old is not None:
+        else:
             os.environ[QUIET_ENV] = old
 
 
