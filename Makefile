@@ -43,6 +43,11 @@ typecheck: venv
 test-slow: venv
 	$(BIN)/python -m pytest -m slow
 
+# issue 39's journey: no ../shared, an empty HOME, a local server; raw 1.8 MB corpus to decided verdicts with
+# test verdicts in bits per byte, timed step by step (tests/data/test_corpus_journey.py): CI runs it after make test
+test-journey: venv
+	$(BIN)/python -m pytest -m journey -s
+
 # `embtie compare --launcher slurm` on a real single-node Slurm the tests start (Debian's slurm-wlm and
 # munge, installed by the fixture when missing and run as root), multi-node torchrun on this machine, and
 # the GPU campaign's full dry run on the CPU (`make gpu DRY=1` through its tests): CI runs it after make test

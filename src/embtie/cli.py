@@ -25,7 +25,6 @@ from collections.abc import Iterator
 
 from embtie import __version__
 from embtie.errors import EmbtieError
-from embtie.progress import QUIET_ENV
 
 # subcommand name -> module under embtie.commands
 COMMANDS: dict[str, str] = {
@@ -112,7 +111,11 @@ def examples_epilog(examples: tuple[str, ...]) -> str | None:
     return "examples:\n" + "\n".join(f"  {e}" for e in examples) if examples else None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``embtie`` parser. ``only``: the one subcommand whose options are built (its module's
+    ``add_arguments`` may import the heavy parts of embtie); every other subcommand gets its name and
+    one-line help only, so that ``embtie --help``, ``--version`` and ``data list`` start without torch.
+    None builds every subcommand in full (tests, documentation)."""
     parser = _Parser(
         prog="embtie",
         description="Input/output embedding sharing strategies for text-generation models: "
@@ -128,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         mod = _load(module)
         if mod is None:
+            continue
+        if only is not None and name != only:
+            sub.add_parser(name, help=mod.HELP)
             continue
         p = sub.add_parser(
             name,
@@ -160,8 +166,13 @@ def _os_error(e: OSError) -> str:
     return f"{text}; {hint}" if hint else text
 
 
+def _chosen(argv: list[str]) -> str:
+    """The subcommand ``argv`` names (its first word that is one), or "" when it names none."""
+    return next((word for word in argv if word in COMMANDS), "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_chosen(sys.argv[1:] if argv is None else argv))
     try:
         args, extra = parser.parse_known_args(argv)
     except SystemExit as e:  # argparse has printed its one line; --help (status 0) exits as it did
@@ -190,16 +201,21 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _quiet(enabled: bool) -> Iterator[None]:
-    """``--quiet``: progress bars off for this command (``embtie.progress.QUIET_ENV``), restored after."""
+    """``--quiet``: progress bars off for this command (``embtie.progress.QUIET_ENV``), restored after
+    (embtie.progress, and tqdm with it, imported only then: commands that show no bar start faster)."""
+    if not enabled:
+        yield
+        return
+    from embtie.progress import QUIET_ENV
+
     old = os.environ.get(QUIET_ENV)
-    if enabled:
-        os.environ[QUIET_ENV] = "1"
+    os.environ[QUIET_ENV] = "1"
     try:
         yield
     finally:
-        if enabled and old is None:
+        if old is None:
             del os.environ[QUIET_ENV]
-        elif enabled and old is not None:
+        else:
             os.environ[QUIET_ENV] = old
 
 
@@ -241,9 +257,9 @@ def _one_line(text: str) -> str:
 
 
 def entry() -> typing.NoReturn:
-    """The ``embtie`` command and ``python -m embtie``: ``main`` then ``runtime.exit_process`` (which skips
+    """The ``embtie`` command and ``python -m embtie``: ``main`` then ``shutdown.exit_process`` (which skips
     the interpreter's shutdown in a torchrun worker)."""
-    from embtie.runtime import exit_process
+    from embtie.shutdown import exit_process
 
     exit_process(main())
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from dataclasses import dataclass, field
-from typing import NoReturn
 
 import torch
 import torch.distributed as dist
 
 from embtie.errors import ConfigError
+from embtie.shutdown import exit_process as exit_process  # re-exported: workers end through runtime
 
 
 @dataclass
@@ -73,19 +72,6 @@ def teardown(rt: Runtime, finished: bool = True) -> None:
     if finished:
         dist.barrier()
         dist.destroy_process_group()
-
-
-def exit_process(code: int) -> NoReturn:
-    """End the process with ``code``. In a process torchrun started (WORLD_SIZE > 1) the interpreter's
-    own shutdown is skipped after flushing stdout/stderr: its destructors of gloo's native threads
-    sometimes abort ("terminate called without an active exception") or never return, turning a
-    finished run into a failed or hung launch (seen on CI, twice, torch 2.13 CPU; pytorch/pytorch#75097).
-    Every file embtie writes is closed (and checkpoints renamed into place) before this is reached."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
 
 
 def barrier(rt: Runtime) -> None:

@@ -146,7 +146,7 @@ def test_a_resumed_run_drops_probes_after_its_checkpoint(tmp_path):
 def test_compare_report_has_the_update_dynamics_section(tmp_path):
     out = tmp_path / "cmp"
     argv = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "1", "--first-seed", "3",
-            "--out", str(out), "--no-progress", *_over_for_compare()]  # fmt: skip
+            "--out", str(out), "--no-progress", "--analysis", "full", *_over_for_compare()]  # fmt: skip
     assert cli.main(argv) == 0
     res = json.loads((out / "results.json").read_text())
     (row,) = res["update_dynamics"]

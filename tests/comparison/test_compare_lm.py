@@ -67,7 +67,8 @@ def test_plan_gives_every_strategy_the_presets_model_conventions(tmp_path):
 
 def test_compare_end_to_end(tmp_path, capsys):
     out = tmp_path / "cmp"
-    argv = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--out", str(out)]
+    argv = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--out", str(out),
+            "--analysis", "full"]  # fmt: skip
     assert cli.main([*argv, "--no-progress", *TINY]) == 0
     printed = capsys.readouterr().out
     assert f"report: {(out / 'report.html').resolve()}" in printed

@@ -43,7 +43,8 @@ def test_an_lm_trains_and_is_tested_on_plain_text_files(lm_files, tmp_path, caps
     monkeypatch.setenv("EMBTIE_DATA", str(tmp_path / "nothing"))  # no dataset needed
     (tmp_path / "nothing").mkdir()
     run = tmp_path / "run"
-    assert cli.main(["train", "ptb-gpt-tiny", *lm_args(lm_files), *TINY_LM, "--out", str(run)]) == 0
+    words_all = ["data.tokenizer=word", "data.min_count=1"]  # every word (the default for own text: bpe)
+    assert cli.main(["train", "ptb-gpt-tiny", *lm_args(lm_files), *words_all, *TINY_LM, "--out", str(run)]) == 0
     vocab = json.loads((run / "vocab.json").read_text())
     words = set(lm_files["train"].read_text().split()) | {EOS}
     assert set(vocab["itos"]) == words
@@ -58,8 +59,9 @@ def test_words_of_valid_or_test_that_train_lacks_become_unk(tmp_path):
 
     (tmp_path / "t.txt").write_text("a b c\na b\n")
     vocab = train_vocab(Corpus(train_file=str(tmp_path / "t.txt"), valid_file=str(tmp_path / "t.txt")))
-    assert vocab.itos == ["a", "b", "<eos>", "c", "<unk>"] and vocab.counts[-1] == 0
-    assert vocab.encode(["a", "zebra"]).tolist() == [0, 4]
+    # every word of train is kept at min_count 1, so the rarest (c) becomes <unk>: its row is trained
+    assert vocab.itos == ["a", "b", "<eos>", "<unk>"] and vocab.counts == [2, 2, 2, 1]
+    assert vocab.encode(["a", "zebra", "c"]).tolist() == [0, 3, 3]
 
 
 def test_a_subword_tokenizer_cuts_the_corpus_into_its_pieces(lm_files, tmp_path):
@@ -121,7 +123,7 @@ def test_a_datasets_dataset_saved_to_disk_or_a_local_file(lm_files, tmp_path, mo
 def test_bad_corpus_settings_are_one_line(lm_files):
     for overrides, match in (
         (["data.source=ptb"], "hf:PATH_OR_NAME"),
-        (["data.tokenizer=bpe"], "sentencepiece:MODEL_FILE"),
+        (["data.tokenizer=wordpiece"], "sentencepiece:MODEL_FILE"),
         ([f"data.train_file={lm_files['train']}"], "data.valid_file"),
         ([f"data.valid_file={lm_files['valid']}"], "go with your own data.train_file"),
         ([f"data.train_file={lm_files['train']}", f"data.valid_file={lm_files['valid']}", "data.source=hf:x"],

@@ -50,6 +50,12 @@ def _my_yaml(d: Path) -> None:
     shutil.copy(presets_dir() / "ptb-gpt-tiny.yaml", d / "my.yaml")
 
 
+def _all_txt(d: Path) -> None:
+    """all.txt of docs/your-corpus.md: 1,200 lines of Multi30k's English training side (cased, punctuated)."""
+    with gzip.open(DATA / "multi30k" / "raw" / "train.en.gz", "rt", encoding="utf-8") as f:
+        (d / "all.txt").write_text("".join(next(f) for _ in range(1200)), encoding="utf-8")
+
+
 def _multi30k_files(d: Path) -> None:
     for lang in ("de", "en"):
         with gzip.open(DATA / "multi30k" / "raw" / f"val.{lang}.gz", "rt", encoding="utf-8") as f:
@@ -67,12 +73,13 @@ STAND_INS: dict[tuple[str, str], Callable[[Path], object] | str] = {
         lambda d: (_my_yaml(d), _ptb_test_txt(d))
     ),
     ("docs/reference.md", "embtie eval runs/tf --src-file test.de --ref-file test.en"): _multi30k_files,
+    ("docs/your-corpus.md", "mkdir -p my-corpus"): _all_txt,
 }
 
 # every annotated block: (file, first line) -> runs a stand-in (True) or is skipped with its reason (False)
 EXPECTED_ANNOTATED: dict[tuple[str, str], bool] = {
     ('README.md', 'make run'): True,
-    ('README.md', "pip install -c constraints/cpu.txt -e '.[dev,hf,caption]'"): False,
+    ('README.md', 'pip install torch --index-url https://download.pytorch.org/whl/cpu'): False,
     ('README.md', 'pip install ./embtie'): False,
     ('docs/captioning.md', "pip install -e '.[caption]'"): False,
     ('docs/captioning.md', 'embtie data get mscoco'): False,
@@ -95,6 +102,7 @@ EXPECTED_ANNOTATED: dict[tuple[str, str], bool] = {
     ('docs/reference.md', 'embtie train my.yaml sharing.options.bias=true --out runs/mine'): True,
     ('docs/reference.md', 'embtie eval runs/tf --src-file test.de --ref-file test.en'): True,
     ('docs/reference.md', 'make test'): False,
+    ('docs/your-corpus.md', 'mkdir -p my-corpus'): True,
 }
 
 # the order in which the --help examples run (one folder: eval and average use the runs train made; export

@@ -239,11 +239,21 @@ class RunDiagnostics(Record):
     """benchmark -> scores; None without an English word vocabulary."""
     translation: TranslationQuality | None = None
     captioning: CaptioningQuality | None = None
-    row_updates: RowUpdates
-    valid: ValidationSummary
+    row_updates: RowUpdates | None
+    """None when the analysis was light or none (``embtie compare --analysis``)."""
+    valid: ValidationSummary | None
+    """None when the analysis was none: no per-unit validation, no bootstrap over units."""
     seconds: float | None = optional()
     provenance: Provenance | None = optional()  # noqa: RUF009 (a field factory, as the others)
     """the checkpoint the diagnostics came from (files of older code have none)."""
+
+    @property
+    def level(self) -> str:
+        """How much was analysed (``embtie.analysis.run_diagnostics.LEVELS``): ``none`` without the
+        per-unit validation, ``light`` without row updates, else ``full``."""
+        if self.valid is None:
+            return "none"
+        return "light" if self.row_updates is None else "full"
 
 
 IntArray = NDArray[np.int64]
@@ -274,12 +284,12 @@ class RunArrays:
     """(units, k) sacreBLEU statistics per sentence or image (translation, captioning)."""
     word_incidence: NDArray[np.uint8] | None = None
     """(units, W) 0/1: word j occurs in output i (translation, captioning)."""
-    input_update_counts: IntArray
-    """(V,) batches in which each row got an input-path gradient."""
-    output_update_counts: IntArray
-    """(V,) batches in which each row got an output-path gradient."""
-    valid_units: FloatArray
-    """(units, 2) [summed token loss, tokens] per validation unit."""
+    input_update_counts: IntArray | None = None
+    """(V,) batches in which each row got an input-path gradient (None: light or no analysis)."""
+    output_update_counts: IntArray | None = None
+    """(V,) batches in which each row got an output-path gradient (None: light or no analysis)."""
+    valid_units: FloatArray | None = None
+    """(units, 2) [summed token loss, tokens] per validation unit (None: no analysis)."""
 
     def save(self, path: Path) -> None:
         present = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -54,6 +54,11 @@ if TYPE_CHECKING:
     from embtie.tasks.base import Task
 
 ANALYSIS_DIR = "analysis"
+LEVELS = ("full", "light", "none")
+"""How much ``diagnose`` computes, most first. ``full``: everything. ``light``: no row updates (8 training
+batches forward and backward) and no word similarity, the two that cost time without feeding a verdict.
+``none``: also no per-unit validation pass, so no bootstrap over units: the verdicts come from the seeds'
+own numbers (summary.json, and the task's quality scores, which every level computes)."""
 VERSION = 1
 READERS: dict[int, Callable[[Mapping[str, Any]], RunDiagnostics]] = {1: RunDiagnostics.from_json}
 """diagnostics.json version -> its reader; version 1 is the ``RunDiagnostics`` record as it is."""
@@ -105,14 +110,16 @@ class _Vocabulary:
     wordsim: dict[str, WordSimilarity] | None = None
 
 
-def _vocabulary(task: Task, s: sharing.SharingStrategy, io: dict[str, np.ndarray], translates: bool) -> _Vocabulary:
-    """Norm vs training frequency and word similarity, where the task knows its output counts (always for
-    translation, whose counts cover the target vocabulary)."""
+def _vocabulary(
+    task: Task, s: sharing.SharingStrategy, io: dict[str, np.ndarray], translates: bool, wordsims: bool = True
+) -> _Vocabulary:
+    """Norm vs training frequency and (with ``wordsims``) word similarity, where the task knows its output
+    counts (always for translation, whose counts cover the target vocabulary)."""
     counts = task.output_token_counts()
     if counts is None or not (translates or len(counts) == s.vocab_size):
         return _Vocabulary()
     nf = NormFrequency.from_json({k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()})
-    words = task.english_words()
+    words = task.english_words() if wordsims else None
     table = None
     if words is not None:
         with torch.no_grad():
@@ -144,9 +151,15 @@ def _validation(task: Task, model: nn.Module) -> tuple[ValidationSummary, np.nda
 
 
 def diagnose(
-    model: nn.Module, task: Task, cfg: RunConfig, summary: Mapping[str, Any], n_update_batches: int = 8
+    model: nn.Module,
+    task: Task,
+    cfg: RunConfig,
+    summary: Mapping[str, Any],
+    n_update_batches: int = 8,
+    level: str = "full",
 ) -> tuple[RunDiagnostics, RunArrays]:
-    """The diagnostics and arrays of a loaded model; see the module docstring."""
+    """The diagnostics and arrays of a loaded model at ``level`` (one of ``LEVELS``); see the module
+    docstring."""
     t_diag = time.perf_counter()
     s = strategy_of(model)
     v, d = s.vocab_size, s.dim
@@ -162,14 +175,14 @@ def diagnose(
         from embtie.analysis.translation_diag import diagnose_translation
 
         translation, quality_arrays = diagnose_translation(task, model)
-    vocab = _vocabulary(task, s, io, translation is not None)
+    vocab = _vocabulary(task, s, io, translation is not None, wordsims=level == "full")
     captioning: CaptioningQuality | None = None
     if isinstance(task, Captions):
         from embtie.analysis.caption_diag import diagnose_captioning
 
         captioning, quality_arrays = diagnose_captioning(task, model)
-    ru = _row_updates(task, model, s, n_update_batches)
-    valid, units = _validation(task, model)
+    ru = _row_updates(task, model, s, n_update_batches) if level == "full" else None
+    valid, units = _validation(task, model) if level != "none" else (None, None)
 
     diag = RunDiagnostics(
         version=VERSION,
@@ -186,7 +199,9 @@ def diagnose(
         wordsim=vocab.wordsim,
         translation=translation,
         captioning=captioning,
-        row_updates=RowUpdates(
+        row_updates=None
+        if ru is None
+        else RowUpdates(
             batches=ru["batches"],
             input_rows_per_batch=ru["input_rows_per_batch"],
             output_rows_per_batch=ru["output_rows_per_batch"],
@@ -201,8 +216,8 @@ def diagnose(
         counts=vocab.counts,
         bleu_stats=None if quality_arrays is None else quality_arrays.bleu_stats,
         word_incidence=None if quality_arrays is None else quality_arrays.word_incidence,
-        input_update_counts=ru["input_counts"],
-        output_update_counts=ru["output_counts"],
+        input_update_counts=None if ru is None else ru["input_counts"],
+        output_update_counts=None if ru is None else ru["output_counts"],
         valid_units=units,
     )
     return diag, arrays
@@ -263,14 +278,18 @@ def _stale(run_dir: Path, diag: RunDiagnostics) -> bool:
 
 
 def analyse(
-    run_dir: Path, n_update_batches: int = 8, device: str | torch.device = "cpu", command: str | None = None
+    run_dir: Path,
+    n_update_batches: int = 8,
+    device: str | torch.device = "cpu",
+    command: str | None = None,
+    level: str = "full",
 ) -> tuple[RunDiagnostics, RunArrays]:
-    """Load the run's newest checkpoint, compute its diagnostics (recording that checkpoint and
-    ``command``) and write them; the run may be training meanwhile."""
+    """Load the run's newest checkpoint, compute its diagnostics at ``level`` (recording that checkpoint
+    and ``command``) and write them; the run may be training meanwhile."""
     from embtie.rundir.loading import load_run
 
     run = load_run(run_dir, device)
-    diag, arrays = diagnose(run.model, run.task, run.config, run.summary or {}, n_update_batches)
+    diag, arrays = diagnose(run.model, run.task, run.config, run.summary or {}, n_update_batches, level)
     diag.provenance = Provenance.from_json(run.source().to_json(command or f"embtie analyze {run_dir}"))
     write(run_dir, diag, arrays)
     return diag, arrays
@@ -283,4 +302,11 @@ def read(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:
     stored = read_stored(run_dir)
     if stored is None or not _stale(run_dir, stored[0]):
         return stored
-    return analyse(run_dir, stored[0].row_updates.batches, command=f"embtie analyze {run_dir} (stale analysis)")
+    old = stored[0]
+    batches = old.row_updates.batches if old.row_updates is not None else 8
+    return analyse(run_dir, batches, command=f"embtie analyze {run_dir} (stale analysis)", level=old.level)
+
+
+def covers(diag: RunDiagnostics, level: str) -> bool:
+    """Whether diagnostics hold at least what ``level`` asks for (a full analysis covers a light one)."""
+    return LEVELS.index(diag.level) <= LEVELS.index(level)

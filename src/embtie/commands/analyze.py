@@ -42,21 +42,21 @@ def plot_run(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -
     from embtie.reporting import plots
 
     name = diag.strategy
-    updates = plots.RowUpdateCounts(
-        batches=diag.row_updates.batches,
-        input_counts=arrays.input_update_counts,
-        output_counts=arrays.output_update_counts,
-    )
     figs = [
         (
             plots.norm_histograms({name: diag.norms}, out / "norm_histograms.png"),
             "Input (blue) and output (red) vector norms.",
         ),
-        (
-            plots.row_update_frequency({name: updates}, out / "row_updates.png"),
-            "Share of batches with a non-zero gradient per row, input vs output path, against frequency rank.",
-        ),
     ]
+    ru, inp, outp = diag.row_updates, arrays.input_update_counts, arrays.output_update_counts
+    if ru is not None and inp is not None and outp is not None:
+        updates = plots.RowUpdateCounts(batches=ru.batches, input_counts=inp, output_counts=outp)
+        figs.append(
+            (
+                plots.row_update_frequency({name: updates}, out / "row_updates.png"),
+                "Share of batches with a non-zero gradient per row, input vs output path, against frequency rank.",
+            )
+        )
     if diag.norm_frequency is not None and arrays.counts is not None:
         rho = diag.norm_frequency.output.rho
         pts = {name: plots.FrequencyScatter(counts=arrays.counts, norms=arrays.output_norms, rho=rho)}
@@ -93,12 +93,14 @@ def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
         "norms": {k: {"mean": h.mean, "std": h.std, "min": h.min, "max": h.max} for k, h in hists.items()},
         "norm_frequency_rho": {} if nf is None else {"input": nf.input.rho, "output": nf.output.rho},
         "wordsim": {b: {"input": e.input.rho, "output": e.output.rho} for b, e in (diag.wordsim or {}).items()},
-        "row_updates": {
+        "row_updates": {}
+        if ru is None
+        else {
             "batches": ru.batches,
             "input_rows_per_batch": ru.input_rows_per_batch,
             "output_rows_per_batch": ru.output_rows_per_batch,
         },
-        "valid_loss": diag.valid.loss,
+        "valid_loss": None if diag.valid is None else diag.valid.loss,
     }
 
 
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     # no writer lock: the newest complete checkpoint is read (the run may be training), and the files
     # written (diagnostics, plots) are replaced atomically; stale diagnostics are computed again
     loaded = None if args.force else run_diagnostics.current(d)
-    if loaded is None:
+    if loaded is None or not run_diagnostics.covers(loaded[0], "full"):  # a light one from `compare`
         diag, arrays = run_diagnostics.analyse(d, args.batches, args.device, command=f"embtie analyze {d}")
     else:
         diag, arrays = loaded

@@ -8,8 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from embtie.decisions.sequential import SequentialDesign
-
 if TYPE_CHECKING:
     from embtie.comparison import CompareSpec
     from embtie.comparison.launchers import Launched, Launcher
@@ -32,6 +30,7 @@ EXAMPLES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison
     from embtie.commands.common import number_arg, path_arg
+    from embtie.decisions.sequential import SequentialDesign
 
     parser.add_argument(
         "args",
@@ -96,10 +95,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=SequentialDesign.step,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
+    _add_analysis_argument(parser)
     _add_launcher_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
+    )
+
+
+def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
+    """--analysis (how much each run is analysed: ``embtie.comparison.plan.analysis_level``), --metric (the
+    tested metric that decides) and --test / --test-file (test verdicts beside the validation ones)."""
+    from embtie import comparison
+    from embtie.commands.common import path_arg
+    from embtie.comparison.plan import FULL_ANALYSIS_MIN_STEPS
+    from embtie.comparison.verdicts import METRIC_NAMES
+
+    parser.add_argument(
+        "--metric",
+        choices=tuple(METRIC_NAMES),
+        default=None,
+        help="the tested metric that decides (and that --until-decided stops on): ppl (perplexity per token), "
+        "bpb (bits per byte of the original text: comparable across tokenizers and vocabularies), bleu, vu. "
+        "Default: bleu where the runs decode, else ppl. Every metric the runs have is still tested and reported",
+    )
+    parser.add_argument(
+        "--test",
+        action="store_true",
+        help="after training, evaluate every finished run on the test split (the dataset's, or your data.test_file) "
+        "and report test verdicts beside the validation ones, from the same paired tests; the test split never "
+        "decides, stops or selects anything",
+    )
+    parser.add_argument(
+        "--test-file",
+        type=path_arg("--test-file", "my-corpus/test.txt"),
+        default=None,
+        metavar="PATH",
+        help="with --test: the text to test on instead of the test split",
+    )
+
+    parser.add_argument(
+        "--analysis",
+        choices=comparison.ANALYSIS_CHOICES,
+        default=None,
+        help="how much each run is analysed after training. full: everything; light: no row updates, word "
+        "similarity or update dynamics (the report drops those three sections); none: also no per-unit "
+        "validation pass (no bootstrap table: verdicts from the seeds alone). auto (the default): full for "
+        f"runs capped at {FULL_ANALYSIS_MIN_STEPS}+ steps (or uncapped), light for shorter ones",
     )
 
 
@@ -200,7 +242,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
     from embtie import cheap, comparison, sharing
     from embtie.commands.common import split_preset
-    from embtie.decisions import DEFAULT_MARGINS, parse_margins
+    from embtie.decisions import DEFAULT_MARGINS, SequentialDesign, parse_margins
     from embtie.errors import ConfigError
 
     given, overrides = split_preset(args.args)
@@ -236,6 +278,10 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
         margins={k: m for k, m in parse_margins(args.margin).items() if DEFAULT_MARGINS[k] != m},
         design=design,
+        analysis=args.analysis or (comparison.DEFAULT_JOB_ANALYSIS if default_job else comparison.DEFAULT_ANALYSIS),
+        metric=args.metric,
+        test=args.test or args.test_file is not None,
+        test_file=args.test_file,
     )
     return spec, default_job
 
@@ -328,6 +374,10 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
     runs = comparison.finished_runs(comparison.plan(spec))
     if not runs and launched is not None:
         return _unfinished(launched, 0)  # nothing to report yet
+    if spec.test:  # after every look: the test split never decides anything
+        from embtie.comparison import test_split
+
+        test_split.evaluate_all(runs, spec.test_file, progress=not args.no_progress)
     results = comparison.collect(spec, runs)
     csv_path, json_path = comparison.write_tables(results, out)
     md, page = document.write(comparison_report.build(results, out), out)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from embtie import sharing
-
 HELP = "list every sharing strategy with its formula and the paper it comes from"
 DESCRIPTION = HELP
 EXAMPLES = (
@@ -19,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from embtie import sharing
+
     width = max(len(n) for n in sharing.names())
     for name in sharing.names():
         cls = sharing.get(name)

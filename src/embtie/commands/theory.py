@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from embtie import cheap, sharing
+from embtie import cheap
 from embtie.commands.common import number_arg
 
 HELP = "check the papers' theory numerically: Liu's properties, Su's initial loss, parameter counts"
@@ -42,6 +42,7 @@ def _fmt_bool(b: bool | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from embtie import sharing
     from embtie.analysis.theory import theory_report
 
     names = None

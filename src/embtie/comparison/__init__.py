@@ -10,7 +10,10 @@ analyse each once, and collect everything the report needs from the saved files.
 
 from embtie.comparison.execution import N_UPDATE_BATCHES, default_jobs, execute, train_and_analyse
 from embtie.comparison.plan import (
+    ANALYSIS_CHOICES,
     BASELINE,
+    DEFAULT_ANALYSIS,
+    DEFAULT_JOB_ANALYSIS,
     DEFAULT_JOB_DESIGN,
     DEFAULT_JOB_SEEDS,
     DEFAULT_OVERRIDES,
@@ -20,6 +23,7 @@ from embtie.comparison.plan import (
     STRATEGY_OPTIONS,
     CompareSpec,
     PlannedRun,
+    analysis_level,
     parse_strategy,
     plan,
     run_dir,
@@ -38,8 +42,11 @@ from embtie.comparison.records import (
 from embtie.comparison.results import CSV_FIELDS, collect, finished_runs, read_curves, write_tables
 
 __all__ = [
+    "ANALYSIS_CHOICES",
     "BASELINE",
     "CSV_FIELDS",
+    "DEFAULT_ANALYSIS",
+    "DEFAULT_JOB_ANALYSIS",
     "DEFAULT_JOB_DESIGN",
     "DEFAULT_JOB_SEEDS",
     "DEFAULT_OVERRIDES",
@@ -58,6 +65,7 @@ __all__ = [
     "SeedSummary",
     "StrategySummary",
     "TrainingSummary",
+    "analysis_level",
     "collect",
     "default_jobs",
     "execute",

@@ -30,17 +30,18 @@ def default_jobs() -> int:
     return max(1, min(2, cores or 1))
 
 
-def train_and_analyse(cfg: RunConfig, run_dir: Path) -> tuple[Summary, float]:
-    """Train one run (resuming it; ``train`` holds the run's writer lock meanwhile) and analyse it once
-    (again when its analysis is older than its newest checkpoint); (summary, seconds). Top-level so that
-    worker processes (``--jobs``) can run it."""
+def train_and_analyse(cfg: RunConfig, run_dir: Path, analysis: str = "full") -> tuple[Summary, float]:
+    """Train one run (resuming it; ``train`` holds the run's writer lock meanwhile) and analyse it once at
+    level ``analysis`` (again when its analysis is older than its newest checkpoint, or lighter than
+    asked); (summary, seconds). Top-level so that worker processes (``--jobs``) can run it."""
     from embtie.rundir.lock import command_line
     from embtie.training import train
 
     t0 = time.perf_counter()
     summary = train(cfg, run_dir)
-    if run_diagnostics.current(run_dir) is None:
-        run_diagnostics.analyse(run_dir, N_UPDATE_BATCHES, command=command_line())
+    stored = run_diagnostics.current(run_dir)
+    if stored is None or not run_diagnostics.covers(stored[0], analysis):
+        run_diagnostics.analyse(run_dir, N_UPDATE_BATCHES, command=command_line(), level=analysis)
     return summary, time.perf_counter() - t0
 
 
@@ -84,7 +85,7 @@ def execute(spec: CompareSpec, progress: bool = True, jobs: int = 1) -> list[Pla
         for r in todo:
             bar.set_postfix_str(f"{r.strategy} seed {r.seed}")
             started(r)
-            finished(r, *train_and_analyse(r.cfg, r.run_dir))
+            finished(r, *train_and_analyse(r.cfg, r.run_dir, r.analysis))
     else:
         _execute_parallel(todo, jobs, started, finished)
     bar.close()
@@ -112,7 +113,7 @@ def _execute_parallel(
                 r = queue.pop(0)
                 started(r)
                 quiet = r.cfg.replace({"train.progress": False})
-                pending[pool.submit(train_and_analyse, quiet, r.run_dir)] = r
+                pending[pool.submit(train_and_analyse, quiet, r.run_dir, r.analysis)] = r
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 r = pending.pop(f)

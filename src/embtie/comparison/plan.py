@@ -62,6 +62,21 @@ untied and tied-loginit (what ``compare`` does without --until-decided, written 
 results/default-job/simulate.py can replay it on the measured noise). Margin: perplexity ±1%, the
 default, fixed before the runs that decide."""
 
+DEFAULT_ANALYSIS = "auto"
+"""How much each run of a comparison is analysed after training (``--analysis``; ``analysis_level``)."""
+DEFAULT_JOB_ANALYSIS = "light"
+"""the same for the default job (no preset given): light, so that its 15 runs fit in 10 minutes on 2 cores;
+its report leaves out the row-update, word-similarity and update-dynamics sections (--analysis full
+restores them without retraining)."""
+
+ANALYSIS_CHOICES = ("auto", *run_diagnostics.LEVELS)
+FULL_ANALYSIS_MIN_STEPS = 200
+"""``auto`` analyses fully the runs whose step cap is at least this (or that have none), lightly the
+shorter ones. A full analysis adds, over a light one, 8 training batches forward and backward (row
+updates), the word-similarity tables and the Procrustes similarities of the report: a few training
+steps' worth per run, under 5% of a 200-step run but as much as a 40-step run's training itself
+(issue 39 measured 25-40 s of analysis after 27-50 s of training)."""
+
 STRATEGY_OPTIONS: dict[str, dict[str, Any]] = {
     "fixed": {"logit_scale": "learned", "bias": True},
     "hadamard": {"logit_scale": "learned", "bias": True},
@@ -91,6 +106,15 @@ class CompareSpec:
     """the sequential design of ``--until-decided`` (None: every seed at once, one look)."""
     seed_counts: dict[str, int] = field(default_factory=dict)
     """seeds of a strategy when they differ from ``seeds`` (the rounds of a sequential design)."""
+    analysis: str = DEFAULT_ANALYSIS
+    """``auto``, ``full``, ``light`` or ``none``: how much each run is analysed (``analysis_level``)."""
+    metric: str | None = None
+    """the tested metric that decides (``--metric``: ppl, bpb, bleu, vu; None: perplexity, or BLEU where
+    the runs decode)."""
+    test: bool = False
+    """``--test``: every finished run is also evaluated on the test split, reported beside validation."""
+    test_file: str | None = None
+    """``--test-file``: the text the runs are tested on instead of their test split."""
 
     def seeds_of(self, label: str) -> int:
         return self.seed_counts.get(label, self.seeds)
@@ -115,6 +139,14 @@ class CompareSpec:
                 parts += ["--seeds-per-round", str(self.design.step)]
         if self.margins:
             parts += ["--margin", ",".join(f"{k}={m.spec()}" for k, m in self.margins.items())]
+        if self.analysis != DEFAULT_ANALYSIS:
+            parts += ["--analysis", self.analysis]
+        if self.metric is not None:
+            parts += ["--metric", self.metric]
+        if self.test:
+            parts += ["--test"]
+        if self.test_file is not None:
+            parts += ["--test-file", self.test_file]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 
@@ -125,6 +157,8 @@ class PlannedRun:
     seed: int
     run_dir: Path
     cfg: RunConfig
+    analysis: str = "full"
+    """the analysis level of this run (one of ``run_diagnostics.LEVELS``; ``analysis_level``)."""
 
     @property
     def trained(self) -> bool:
@@ -139,8 +173,22 @@ class PlannedRun:
 
     @property
     def done(self) -> bool:
-        """Trained and analysed: nothing left to do for this run."""
-        return self.trained and run_diagnostics.read(self.run_dir) is not None
+        """Trained and analysed (at least at its level): nothing left to do for this run."""
+        if not self.trained:
+            return False
+        loaded = run_diagnostics.read(self.run_dir)
+        return loaded is not None and run_diagnostics.covers(loaded[0], self.analysis)
+
+
+def analysis_level(choice: str, cfg: RunConfig) -> str:
+    """The level ``choice`` (``--analysis``) gives a run: itself, or for ``auto`` ``full`` when the run's
+    step cap is at least ``FULL_ANALYSIS_MIN_STEPS`` (or it has none) and ``light`` below."""
+    if choice not in ANALYSIS_CHOICES:
+        raise ConfigError(f"--analysis {choice!r} is not one of {', '.join(ANALYSIS_CHOICES)}")
+    if choice != "auto":
+        return choice
+    steps = cfg.train.max_steps
+    return "full" if steps is None or steps >= FULL_ANALYSIS_MIN_STEPS else "light"
 
 
 def run_dir(out_dir: Path, strategy: str, seed: int) -> Path:
@@ -224,7 +272,8 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
             cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace({"train.progress": False})
-            runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg))
+            level = analysis_level(spec.analysis, cfg)
+            runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
     return runs
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from embtie import stats
-from embtie.analysis.json_records import Record
+from embtie.analysis.json_records import Record, optional
 from embtie.analysis.records import RunArrays, RunDiagnostics
 from embtie.analysis.update_dynamics import PathShares, SimilarityRow
 
@@ -62,6 +62,8 @@ class TrainingSummary(Record):
     """the seeding scheme (``embtie.seeding``); None: scheme 1, written before schemes were recorded."""
     numerics: Numerics | None = None
     """the CPU and kernels that made the run; None: not recorded (runs made before embtie recorded them)."""
+    valid_bpb: float | None = optional()
+    """bits per byte of the validation text (language models; summaries of older code lack it)."""
 
 
 @dataclass(kw_only=True)
@@ -72,6 +74,16 @@ class LossCurves(Record):
     train: list[float]
     valid_steps: list[int]
     valid: list[float]
+
+
+@dataclass(kw_only=True)
+class TestResult(Record):
+    """A run evaluated on the test split (``RUN_DIR/test.json``, ``embtie compare --test``)."""
+
+    loss: float
+    ppl: float
+    bpb: float | None = optional()
+    """bits per byte of the test text (language models)."""
 
 
 @dataclass(kw_only=True)
@@ -87,6 +99,8 @@ class RunRecord:
     curves: LossCurves
     path_shares: PathShares | None
     run_dir: str
+    test: TestResult | None = None
+    """the run on the test split, when the comparison asked for it (``--test``)."""
 
 
 @dataclass(kw_only=True)
@@ -107,8 +121,8 @@ class ResultRow(Record):
     steps: int | None
     rho_output_norm_freq: float | None
     rho_input_norm_freq: float | None
-    input_rows_per_batch: float
-    output_rows_per_batch: float
+    input_rows_per_batch: float | None
+    output_rows_per_batch: float | None
     run_dir: str
     bleu: float | None = None
     """translation: sacreBLEU; captioning: BLEU-4."""
@@ -119,6 +133,12 @@ class ResultRow(Record):
     meteor: float | None = None
     rouge_l: float | None = None
     cider: float | None = None
+    valid_bpb: float | None = optional()
+    """bits per byte of the validation text (language models)."""
+    test_ppl: float | None = optional()
+    """perplexity on the test split (``embtie compare --test``)."""
+    test_bpb: float | None = optional()
+    """bits per byte of the test text (``embtie compare --test``, language models)."""
 
 
 @dataclass(kw_only=True)
@@ -153,6 +173,10 @@ class StrategySummary(Record):
     meteor: SeedSummary
     rouge_l: SeedSummary
     cider: SeedSummary
+    valid_bpb: SeedSummary | None = optional()  # noqa: RUF009 (a field factory, as the others)
+    """None when no run has it (older runs, other tasks); likewise the test-split summaries."""
+    test_ppl: SeedSummary | None = optional()  # noqa: RUF009
+    test_bpb: SeedSummary | None = optional()  # noqa: RUF009
 
     @classmethod
     def of(cls, rows: Sequence[ResultRow]) -> StrategySummary:
@@ -169,7 +193,15 @@ class StrategySummary(Record):
             meteor=SeedSummary.of(r.meteor for r in rows),
             rouge_l=SeedSummary.of(r.rouge_l for r in rows),
             cider=SeedSummary.of(r.cider for r in rows),
+            valid_bpb=_summary_if_any([r.valid_bpb for r in rows]),
+            test_ppl=_summary_if_any([r.test_ppl for r in rows]),
+            test_bpb=_summary_if_any([r.test_bpb for r in rows]),
         )
+
+
+def _summary_if_any(values: list[float | None]) -> SeedSummary | None:
+    """The seed summary of ``values``, or None when no run has one (the key is then left out)."""
+    return SeedSummary.of(values) if any(v is not None for v in values) else None
 
 
 @dataclass(kw_only=True)
@@ -225,6 +257,10 @@ class Comparison:
     """tested metric -> every strategy's verdict against the baseline, from paired seeds."""
     seeding: dict[str, int]
     """seeding scheme -> runs trained with it (e.g. {"2": 15})."""
+    metric: str | None = None
+    """the tested metric that decides when ``--metric`` chose it (None: perplexity, or BLEU where runs decode)."""
+    title: str | None = None
+    """what the comparison compares (corpus, tokenizer, vocabulary), for the report's title; None: the preset."""
 
     def runs_of(self, strategy: str) -> list[RunRecord]:
         return [p for p in self.per_run if p.strategy == strategy]
@@ -255,6 +291,8 @@ class Comparison:
             "vu_tests": {k: t.to_json() for k, t in self.vu_tests.items()},
             "verdicts": {k: v.to_json() for k, v in self.verdicts.items()},
             "seeding": self.seeding,
+            **({"metric": self.metric} if self.metric is not None else {}),
+            **({"title": self.title} if self.title is not None else {}),
             "update_dynamics": [r.to_json() for r in self.update_dynamics],
             # the diagnostics' own "strategy" (the registered name) replaces the label in place
             "diagnostics": [{"strategy": p.strategy, "seed": p.seed, **p.diag.to_json()} for p in self.per_run],

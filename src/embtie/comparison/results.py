@@ -18,6 +18,8 @@ from embtie import seeding, stats
 from embtie.analysis import frequency, run_diagnostics, update_dynamics
 from embtie.analysis.json_records import json_default
 from embtie.analysis.records import NormFrequency, RunArrays, RunDiagnostics
+from embtie.comparison import test_split
+from embtie.comparison.data_title import data_title
 from embtie.comparison.plan import BASELINE, CompareSpec, PlannedRun
 from embtie.comparison.records import (
     BaselineTest,
@@ -26,9 +28,10 @@ from embtie.comparison.records import (
     ResultRow,
     RunRecord,
     StrategySummary,
+    TestResult,
     TrainingSummary,
 )
-from embtie.comparison.verdicts import all_verdicts
+from embtie.comparison.verdicts import all_verdicts, primary_metric
 from embtie.errors import ConfigError
 
 CSV_FIELDS = [
@@ -88,8 +91,8 @@ def finished_runs(runs: list[PlannedRun]) -> list[PlannedRun]:
     return [r for r in runs if r.done]
 
 
-def read_run(r: PlannedRun) -> RunRecord:
-    """The saved results of one finished and analysed run."""
+def read_run(r: PlannedRun, spec: CompareSpec | None = None) -> RunRecord:
+    """The saved results of one finished and analysed run (with its test result when ``spec`` asks for one)."""
     summary = json.loads((r.run_dir / "summary.json").read_text(encoding="utf-8"))
     loaded = run_diagnostics.read(r.run_dir)
     if loaded is None:
@@ -111,19 +114,31 @@ def read_run(r: PlannedRun) -> RunRecord:
         curves=read_curves(r.run_dir),
         path_shares=update_dynamics.read_path_shares(r.run_dir),
         run_dir=str(r.run_dir),
+        test=_test_result(r, spec),
     )
+
+
+def _test_result(r: PlannedRun, spec: CompareSpec | None) -> TestResult | None:
+    """The run's current test result when the comparison asks for test verdicts (``--test``)."""
+    if spec is None or not spec.test:
+        return None
+    res = test_split.stored(r.run_dir, spec.test_file)
+    return None if res is None else TestResult.from_json(res)
 
 
 def result_row(p: RunRecord) -> ResultRow:
     """A run's row of results.csv: training summary, step-0 loss, norm vs frequency, row updates, and the
     output-quality columns (None where they do not apply)."""
-    s, diag, nf = p.summary, p.diag, p.diag.norm_frequency
+    s, diag, nf, ru = p.summary, p.diag, p.diag.norm_frequency, p.diag.row_updates
     row = ResultRow(
         strategy=p.strategy,
         seed=p.seed,
         valid_ppl=s.valid_ppl,
         best_valid_ppl=s.best_valid_ppl,
         valid_loss=s.valid_loss,
+        valid_bpb=s.valid_bpb,
+        test_ppl=None if p.test is None else p.test.ppl,
+        test_bpb=None if p.test is None else p.test.bpb,
         step0_loss=s.step0_loss,
         su_predicted=diag.step0.predicted,
         ln_v=diag.step0.ln_v,
@@ -133,8 +148,8 @@ def result_row(p: RunRecord) -> ResultRow:
         steps=s.steps,
         rho_output_norm_freq=None if nf is None else nf.output.rho,
         rho_input_norm_freq=None if nf is None else nf.input.rho,
-        input_rows_per_batch=diag.row_updates.input_rows_per_batch,
-        output_rows_per_batch=diag.row_updates.output_rows_per_batch,
+        input_rows_per_batch=None if ru is None else ru.input_rows_per_batch,
+        output_rows_per_batch=None if ru is None else ru.output_rows_per_batch,
         run_dir=p.run_dir,
     )
     _add_quality_columns(row, diag)
@@ -160,7 +175,7 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
     baseline."""
     if not runs:
         raise ConfigError(f"no finished runs in {spec.out_dir}; run the comparison first (without --report-only)")
-    per_run = [read_run(r) for r in runs]
+    per_run = [read_run(r, spec) for r in runs]
     rows = [result_row(p) for p in per_run]
     strategies = list(dict.fromkeys(r.strategy for r in runs))
     smooth = "none" if any(p.diag.captioning is not None for p in per_run) else "exp"  # as the COCO scorer
@@ -186,6 +201,8 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
         update_dynamics=_similarities(spec, per_run),
         verdicts=all_verdicts(rows, BASELINE, spec.margins, spec.design),
         seeding=_seeding_schemes(per_run),
+        metric=None if spec.metric is None else primary_metric(rows, spec.metric),
+        title=data_title(runs[0].cfg, per_run[0].diag.vocab_size),
     )
 
 
@@ -201,7 +218,7 @@ SeedValue = Callable[[ResultRow], float | None]
 """which per-seed value of a run the seed test compares."""
 
 
-def _valid_units(a: RunArrays) -> np.ndarray:
+def _valid_units(a: RunArrays) -> np.ndarray | None:
     return a.valid_units
 
 
@@ -228,6 +245,8 @@ def _vu(r: ResultRow) -> float | None:
 def _similarities(spec: CompareSpec, per_run: list[RunRecord]) -> list[update_dynamics.SimilarityRow]:
     """Procrustes similarities of every strategy's input vectors to the untied run of its seed."""
     if not any(p.strategy == update_dynamics.REFERENCE for p in per_run) or len(per_run) < 2:
+        return []
+    if any(p.diag.level != "full" for p in per_run):  # --analysis light/none: loading every model is the cost
         return []
     sources = [update_dynamics.SimilaritySource(p.strategy, p.seed, p.run_dir, p.arrays.counts) for p in per_run]
     return update_dynamics.cached_similarity_rows(spec.out_dir, sources)
@@ -280,10 +299,12 @@ def write_tables(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
     """DIR/results.csv (one row per run) and DIR/results.json (rows, statistics, tests; no arrays)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / "results.csv"
+    rows = [row.to_json() for row in comparison.rows]
+    extra = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in CSV_FIELDS]  # bpb, test columns
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w = csv.DictWriter(f, fieldnames=[*CSV_FIELDS, *extra])
         w.writeheader()
-        w.writerows(row.to_json() for row in comparison.rows)
+        w.writerows(rows)
     json_path = out_dir / "results.json"
     json_path.write_text(json.dumps(comparison.to_json(), indent=1, default=json_default), encoding="utf-8")
     return csv_path, json_path

@@ -32,7 +32,8 @@ def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
     design = _design(spec)
     rows = [result_row(read_run(r)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
     have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != BASELINE}
-    metric = next(m for m in TESTED if m.key == primary_metric(rows)) if rows else TESTED[0]
+    key = primary_metric(rows, spec.metric) if rows or spec.metric else TESTED[0].key
+    metric = next(m for m in TESTED if m.key == key)
     margin = spec.margins.get(metric.key, DEFAULT_MARGINS[metric.key])
     verdicts = metric_verdicts(rows, BASELINE, metric, margin, design) if rows else None
     decided = {} if verdicts is None else {s: d for s in have if (d := verdicts.decision(s)) is not None}

@@ -25,17 +25,31 @@ class TestedMetric:
     """A per-seed value of a run that the comparison tests against the baseline."""
 
     key: str
-    """the result column, and the key of its margin."""
+    """the result column."""
     label: str
     higher_is_better: bool
     value: Callable[[ResultRow], float | int | None]
+    margin_key: str = ""
+    """the key of its margin ("" : ``key``); a test-split metric uses its validation metric's margin."""
+
+    @property
+    def margin_of(self) -> str:
+        return self.margin_key or self.key
 
 
 TESTED = (
     TestedMetric("valid_ppl", "perplexity", False, lambda r: r.valid_ppl),
     TestedMetric("bleu", "BLEU", True, lambda r: r.bleu),
     TestedMetric("vu", "distinct words", True, lambda r: r.vu),
+    TestedMetric("valid_bpb", "bits per byte", False, lambda r: r.valid_bpb),
+    TestedMetric("test_ppl", "test perplexity", False, lambda r: r.test_ppl, "valid_ppl"),
+    TestedMetric("test_bpb", "test bits per byte", False, lambda r: r.test_bpb, "valid_bpb"),
 )
+"""Every metric a comparison tests where the runs have it. The test-split ones (``embtie compare --test``)
+are reported beside the validation ones and never decide anything: no sequential look reads them."""
+
+METRIC_NAMES = {"ppl": "valid_ppl", "bpb": "valid_bpb", "bleu": "bleu", "vu": "vu"}
+"""``--metric`` NAME -> the tested metric that decides (the primary metric; validation only)."""
 
 
 @dataclass(kw_only=True)
@@ -63,9 +77,21 @@ class MetricVerdicts(Record):
         return Margin(self.margin, self.relative).text()
 
 
-def primary_metric(rows: Sequence[ResultRow]) -> str:
-    """BLEU when the runs decode (translation, captioning), else perplexity."""
+def primary_metric(rows: Sequence[ResultRow], chosen: str | None = None) -> str:
+    """The metric that decides (the one a sequential design stops on): ``chosen`` (``--metric``, a key of
+    ``METRIC_NAMES`` or a tested validation metric), else BLEU when the runs decode (translation,
+    captioning), else perplexity."""
+    if chosen is not None:
+        return tested_key(chosen)
     return "bleu" if any(r.bleu is not None for r in rows) else "valid_ppl"
+
+
+def tested_key(name: str) -> str:
+    """The tested metric ``--metric NAME`` decides on (a ConfigError naming the choices)."""
+    key = METRIC_NAMES.get(name, name)
+    if key not in METRIC_NAMES.values():
+        raise ConfigError(f"--metric {name!r} is not one of {', '.join(METRIC_NAMES)}")
+    return key
 
 
 def paired_values(
@@ -138,7 +164,7 @@ def all_verdicts(
     margins = {**DEFAULT_MARGINS, **(margins or {})}
     out = {}
     for metric in TESTED:
-        v = metric_verdicts(rows, baseline, metric, margins[metric.key], design, alpha)
+        v = metric_verdicts(rows, baseline, metric, margins[metric.margin_of], design, alpha)
         if v is not None:
             out[metric.key] = v
     return out

@@ -111,6 +111,37 @@ def _get_one(d: Dataset, wanted: list[str], mirror: str | None, say: Say, progre
     root = writable_root(say)
     done.root = root
     remove_stale_staging(root)
+    groups = [todo] if d.prepare is not None else _by_split(todo, wanted)
+    missing: dict[str, str] = {}
+    for group in groups:
+        try:
+            _build_and_install(d, group, root, mirror, say, progress)
+        except DataError as e:
+            if len(groups) == 1:
+                raise
+            missing[", ".join(group[0].splits)] = str(e)
+        else:
+            done.added += [e.relpath for e in group]
+    if missing:
+        kept = f"kept what arrived ({len(done.added)} file(s) under {root})" if done.added else "nothing arrived"
+        first = next(iter(missing.values()))
+        raise DataError(f"{d.name}: split {'; '.join(missing)} missing ({first}); {kept}; bring the rest with "
+                        f"`embtie data get {d.name} --split {','.join(missing)}`")  # fmt: skip
+    return done
+
+
+def _by_split(todo: list[DataEntry], wanted: list[str]) -> list[list[DataEntry]]:
+    """The files of ``todo`` in groups of one split each (a file of several splits in its first wanted one)."""
+    groups: dict[str, list[DataEntry]] = {}
+    for e in todo:
+        split = next((s for s in wanted if s in e.splits), e.splits[0])
+        groups.setdefault(split, []).append(e)
+    return list(groups.values())
+
+
+def _build_and_install(d: Dataset, todo: list[DataEntry], root: Path, mirror: str | None, say: Say,
+                       progress: bool) -> None:  # fmt: skip
+    """Make, check and move into place the files of ``todo`` (all or none of them)."""
     staging = root / f"{STAGING}{d.name}-{os.getpid()}"
     try:
         _build(d, todo, staging, mirror, say, progress)
@@ -119,8 +150,6 @@ def _get_one(d: Dataset, wanted: list[str], mirror: str | None, say: Say, progre
         raise _os_error(e, root) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    done.added = [e.relpath for e in todo]
-    return done
 
 
 def _build(d: Dataset, todo: list[DataEntry], staging: Path, mirror: str | None, say: Say, progress: bool) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -71,11 +71,42 @@ class Vocab:
         return torch.tensor(ids, dtype=torch.long)
 
     @classmethod
-    def of_corpus(cls, tokens: list[str]) -> Vocab:
-        """``from_tokens``, with ``<unk>`` (count 0, last) added when the text has none: a user's corpus
-        has words in valid/test that train lacks (PTB and WikiText-2 carry ``<unk>`` in their text)."""
-        v = cls.from_tokens(tokens)
-        return v if UNK in v.stoi else cls([*v.itos, UNK], [*v.counts, 0])
+    def of_corpus(
+        cls, tokens: list[str], min_count: int = 1, max_vocab: int | None = None, train_unk: bool = False
+    ) -> Vocab:
+        """The vocabulary of training ``tokens``, PTB-style: the tokens seen at least ``min_count`` times,
+        the most frequent first, at most ``max_vocab`` entries counting ``<eos>`` and ``<unk>``; every
+        other training token counts as ``<unk>`` (a user's corpus has words in valid/test that train
+        lacks; PTB and WikiText-2 carry ``<unk>`` in their text). With ``train_unk``, when no training
+        token would be ``<unk>`` the rarest tokens (every one of the lowest count) become ``<unk>`` too, so
+        that its row is trained. Ids by decreasing count (ties by first occurrence)."""
+        c = Counter(tokens)
+        order = sorted(c, key=lambda w: -c[w])  # sorted() is stable: ties keep first-occurrence order
+        words = [w for w in order if w != UNK and (c[w] >= min_count or w == EOS)]
+        if max_vocab is not None:  # <unk> takes one entry; <eos> is always kept
+            eos = [EOS] if EOS in words else []
+            top = set(eos + [w for w in words if w != EOS][: max_vocab - 1 - len(eos)])
+            words = [w for w in words if w in top]
+        rare = [w for w in words if w != EOS]
+        if train_unk and UNK not in c and len(words) == len(c) and len(rare) > 1:
+            lowest = min(c[w] for w in rare)
+            words = [w for w in words if w == EOS or c[w] > lowest]
+        unk = len(tokens) - sum(c[w] for w in words)
+        kept = set(words)
+        entries = [w for w in order if w in kept or w == UNK] + ([] if UNK in c else [UNK])
+        entries.sort(key=lambda w: -(unk if w == UNK else c[w]))
+        return cls(entries, [unk if w == UNK else c[w] for w in entries])
+
+    def with_entries(self, extra: list[str]) -> Vocab:
+        """This vocabulary and, after it with count 0, the entries of ``extra`` it lacks (a subword model's
+        pieces that the training text never produced: valid and test can still produce them)."""
+        missing = [w for w in dict.fromkeys(extra) if w not in self.stoi]
+        return self if not missing else Vocab([*self.itos, *missing], [*self.counts, *[0] * len(missing)])
+
+    def unk_count(self) -> int:
+        """Training tokens counted as ``<unk>`` (0: its row is never trained)."""
+        i = self.stoi.get(UNK)
+        return self.counts[i] if i is not None and self.counts else 0
 
     def to_json(self) -> dict:
         return {"itos": self.itos, "counts": self.counts}
@@ -109,11 +140,17 @@ def load_tokens(dataset: str, split: str, path: str | Path | None = None, root: 
     return tokenize_lines(read_text(f.path(root), f.sha256))
 
 
+SUBWORD_TOKENIZERS = ("bpe", "unigram")
+"""``data.tokenizer`` values that train a SentencePiece model on the training split (``subword_corpus``)."""
+
+
 @dataclass(frozen=True)
 class Corpus:
     """Where a language model's text comes from and how its lines become tokens: a dataset of the
     catalogue (``dataset``), or the user's own text files (``train_file``, ...) or datasets dataset
-    (``source: hf:...``, ``text_column``), cut by ``tokenizer`` (``embtie.data.user_corpus``)."""
+    (``source: hf:...``, ``text_column``), normalized (``embtie.data.normalize``) and cut by ``tokenizer``
+    (``embtie.data.user_corpus``; ``bpe``/``unigram`` until ``subword_corpus`` has trained the model);
+    the vocabulary keeps tokens seen ``min_count`` times, at most ``max_vocab`` (``Vocab.of_corpus``)."""
 
     dataset: str = "ptb"
     source: str | None = None
@@ -122,6 +159,11 @@ class Corpus:
     valid_file: str | None = None
     test_file: str | None = None
     tokenizer: str = "word"
+    normalize: str = "none"
+    min_count: int = 1
+    max_vocab: int | None = None
+    vocab_size: int = 8000
+    """pieces of a ``bpe``/``unigram`` model."""
 
     @property
     def own(self) -> bool:
@@ -152,8 +194,27 @@ def corpus_lines(corpus: Corpus, split: str) -> list[str]:
     raise DataError(f"your corpus has no {split} split: give {own}")
 
 
-def tokenize_with(lines: list[str], tokenizer: str) -> list[str]:
-    """Tokens of each line, ``<eos>`` after every line (a trailing empty line of a file adds none)."""
+def raw_lines(corpus: Corpus, split: str, path: str | Path | None = None) -> list[str]:
+    """The lines of ``split`` (or of a user file ``path``, e.g. ``--test-file``) as the text holds them (a
+    trailing empty line of a file dropped): what tokens are cut from and bits per byte are counted on."""
+    if path is not None:
+        lines = read_user_text(path, f"{split} file").split("\n")
+    elif corpus.own:
+        lines = corpus_lines(corpus, split)
+    else:
+        f = split_file(corpus.dataset, split)
+        lines = read_text(f.path(), f.sha256).split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def text_bytes(lines: list[str]) -> int:
+    """UTF-8 bytes of ``lines`` with one byte per line end (the ``<eos>`` token stands for it)."""
+    return sum(len(line.encode("utf-8")) + 1 for line in lines)
+
+
+def tokenize_with(lines: list[str], tokenizer: str, normalize: str = "none") -> list[str]:
+    """Tokens of each line after ``normalize``, ``<eos>`` after every line (a trailing empty line adds none)."""
+    from embtie.data.normalize import normalize_line
     from embtie.data.user_corpus import tokenizer as make
 
     if lines and lines[-1] == "":
@@ -161,21 +222,41 @@ def tokenize_with(lines: list[str], tokenizer: str) -> list[str]:
     cut = make(tokenizer)
     out: list[str] = []
     for line in lines:
-        out.extend(cut(line))
+        out.extend(cut(normalize_line(line, normalize)))
         out.append(EOS)
     return out
 
 
+def subword_corpus(corpus: Corpus) -> Corpus:
+    """``corpus`` with a ``bpe``/``unigram`` tokenizer replaced by the SentencePiece model it names:
+    trained on the (normalized) training split by ``embtie.data.subwords.train_subwords``, the path
+    translation uses, and cached by a hash of that text and the options in ``$EMBTIE_CACHE/subwords``;
+    any other corpus as it is."""
+    if corpus.tokenizer not in SUBWORD_TOKENIZERS:
+        return corpus
+    from embtie.data.normalize import normalize_line
+    from embtie.data.subwords import train_subwords
+
+    lines = [normalize_line(line, corpus.normalize) for line in raw_lines(corpus, "train")]
+    model = train_subwords(lines, corpus.vocab_size, model_type=corpus.tokenizer)
+    return replace(corpus, tokenizer=f"sentencepiece:{model}")
+
+
+def subword_pieces(tokenizer: str) -> list[str]:
+    """Every piece of a ``sentencepiece:MODEL_FILE`` tokenizer but its specials (pad, unk, bos, eos); [] for
+    any other tokenizer."""
+    kind, _, where = tokenizer.partition(":")
+    if kind != "sentencepiece":
+        return []
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(Path(where).expanduser()))
+    return [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i) and not sp.is_unknown(i)]
+
+
 def load_corpus_tokens(corpus: Corpus, split: str, path: str | Path | None = None) -> list[str]:
     """Tokens of ``split`` of ``corpus`` (or of a user file ``path``, e.g. ``--test-file``), by its tokenizer."""
-    if path is not None:
-        return tokenize_with(read_user_text(path, f"{split} file").split("\n"), corpus.tokenizer)
-    if not corpus.own:
-        if corpus.tokenizer == "word":
-            return load_tokens(corpus.dataset, split)
-        f = split_file(corpus.dataset, split)
-        return tokenize_with(read_text(f.path(), f.sha256).split("\n"), corpus.tokenizer)
-    tokens = tokenize_with(corpus_lines(corpus, split), corpus.tokenizer)
-    if len(tokens) < 2:
+    tokens = tokenize_with(raw_lines(corpus, split, path), corpus.tokenizer, corpus.normalize)
+    if corpus.own and path is None and len(tokens) < 2:
         raise DataError(f"the {split} split of {corpus.name} holds no text; give a corpus with one sentence a line")
     return tokens

@@ -25,7 +25,12 @@ Tokenize = Callable[[str], list[str]]
 
 
 SOURCE_FORM = "hf:PATH_OR_NAME (a Hugging Face datasets dataset)"
-TOKENIZER_FORM = "word, sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer)"
+TOKENIZER_FORM = (
+    "auto, word, bpe, unigram, sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer)"
+)
+TRAINED = ("auto", "bpe", "unigram")
+"""``data.tokenizer`` values that the language-model config resolves before any text is cut (``auto``) or
+that ``embtie.data.lm_corpora.subword_corpus`` trains (``bpe``, ``unigram``)."""
 
 
 def is_source(source: str) -> bool:
@@ -34,8 +39,9 @@ def is_source(source: str) -> bool:
 
 
 def is_tokenizer(spec: str) -> bool:
-    """``data.tokenizer`` spells ``word``, ``sentencepiece:MODEL_FILE`` or ``hf:NAME_OR_PATH``."""
-    return spec == "word" or (spec.startswith(("sentencepiece:", "hf:")) and not spec.endswith(":"))
+    """``data.tokenizer`` spells ``auto``, ``word``, ``bpe``, ``unigram``, ``sentencepiece:MODEL_FILE`` or
+    ``hf:NAME_OR_PATH``."""
+    return spec in ("word", *TRAINED) or (spec.startswith(("sentencepiece:", "hf:")) and not spec.endswith(":"))
 
 
 def check_source(source: str) -> None:
@@ -106,6 +112,8 @@ def tokenizer(spec: str) -> Tokenize:
     check_tokenizer(spec)
     if spec == "word":
         return str.split
+    if spec in TRAINED:
+        raise ConfigError(f"data.tokenizer={spec} is resolved by the language-model task before text is cut")
     kind, _, where = spec.partition(":")
     if kind == "sentencepiece":
         import sentencepiece as spm

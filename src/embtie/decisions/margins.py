@@ -35,10 +35,13 @@ DEFAULT_MARGINS: dict[str, Margin] = {
     "valid_ppl": Margin(1.0, relative=True),
     "bleu": Margin(0.5),
     "vu": Margin(5.0, relative=True),
+    "valid_bpb": Margin(0.2, relative=True),
 }
 """Defaults per tested metric: perplexity ±1% (about the run-to-run spread of a well-seeded LM
 comparison), BLEU ±0.5 points (below what MT papers report as a gain; captioning's BLEU-4 is tested
-under the same key), vocabulary usage ±5% of the baseline's distinct words."""
+under the same key), vocabulary usage ±5% of the baseline's distinct words, bits per byte ±0.2%: bits per
+byte is proportional to the loss, and perplexity ±1% is a loss difference of 0.01 nats, 0.2% of a word
+model's loss of about 5 nats (perplexity ~150). The test split's metrics use their validation margin."""
 
 _ITEM = re.compile(r"^(?P<key>[a-z_0-9]+)=(?P<value>[0-9.eE+-]+)(?P<pct>%?)$")
 

@@ -57,7 +57,8 @@ def verdict_lines(comparison: Comparison, out_dir: Path) -> list[str]:
 def build(comparison: Comparison, out_dir: Path) -> document.Report:
     """The report of a comparison (``embtie.comparison.collect``); plots are written to ``out_dir``."""
     ctx = make_context(comparison, out_dir)
-    r = document.Report(f"embtie comparison: {comparison.preset}")
+    title = comparison.preset if comparison.title is None else f"{comparison.title} ({comparison.preset})"
+    r = document.Report(f"embtie comparison: {title}")
     for section in SECTIONS:
         r.add(*section(ctx))
     return r

@@ -30,6 +30,7 @@ def summary_record(
         "strategy": cfg.sharing.name,
         "valid_loss": last["loss"],
         "valid_ppl": last["ppl"],
+        **({"valid_bpb": last["bpb"]} if "bpb" in last else {}),
         "best_valid_ppl": state.best_valid_ppl,
         "best_valid_step": state.best_valid_step,
         "step0_loss": state.step0_loss,

@@ -200,6 +200,8 @@ class Trainer:
             out = self.task.evaluate(self.model, "valid", max_batches=max_batches)
             res = {"step": self.state.step, "full": max_batches is None, "loss": out["loss"], "ppl": out["ppl"],
                    "tokens": out["tokens"]}  # fmt: skip
+            if "bpb" in out:  # a language model's bits per byte of the original text
+                res["bpb"] = out["bpb"]
             self.on_validation(res)
             self.log.valid(self.state.step, res, self.clock.elapsed())
         runtime.barrier(self.rt)

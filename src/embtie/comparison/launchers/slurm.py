@@ -95,7 +95,7 @@ class SlurmLauncher(Launcher):
         chatter = io.StringIO()  # submitit prints sbatch's stderr before raising; the error below says it once
         try:
             with contextlib.redirect_stderr(chatter), executor.batch():
-                submitted = [executor.submit(TrainJob(r.cfg, r.run_dir.resolve())) for r in todo]
+                submitted = [executor.submit(TrainJob(r.cfg, r.run_dir.resolve(), r.analysis)) for r in todo]
         except (submitit.core.utils.FailedJobError, submitit.core.utils.FailedSubmissionError, OSError) as e:
             lines = [ln.strip() for ln in (str(e) or chatter.getvalue()).splitlines() if ln.strip()]
             said = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else type(e).__name__)

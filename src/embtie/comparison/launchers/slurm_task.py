@@ -23,9 +23,10 @@ class TrainJob:
 
     cfg: RunConfig
     run_dir: Path
+    analysis: str = "full"
 
     def __call__(self) -> tuple[Summary, float]:
-        return train_and_analyse(self.cfg, self.run_dir)
+        return train_and_analyse(self.cfg, self.run_dir, self.analysis)
 
     def checkpoint(self) -> Any:
         """submitit's hook on preemption or time-out: requeue this same job (it resumes from the run's

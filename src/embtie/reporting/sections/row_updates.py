@@ -8,14 +8,16 @@ from embtie.reporting.sections.context import Block, ReportContext
 
 
 def row_update_frequency(ctx: ReportContext) -> list[Block]:
-    """Rows updated per batch through sharing.embed and through the output layer (seed 0), by frequency rank."""
+    """Rows updated per batch through sharing.embed and through the output layer (seed 0), by frequency rank;
+    nothing when some run's analysis left them out (``--analysis light`` or ``none``)."""
     ups = {}
     urows = []
     for n in ctx.names:
         ru, arrays = ctx.seed0[n].diag.row_updates, ctx.seed0[n].arrays
-        ups[n] = plots.RowUpdateCounts(
-            batches=ru.batches, input_counts=arrays.input_update_counts, output_counts=arrays.output_update_counts
-        )
+        inp, outp = arrays.input_update_counts, arrays.output_update_counts
+        if ru is None or inp is None or outp is None:
+            return []
+        ups[n] = plots.RowUpdateCounts(batches=ru.batches, input_counts=inp, output_counts=outp)
         urows.append(
             [
                 n,

@@ -121,19 +121,34 @@ def _sentence(name: str, d: Decision, label: str, words: dict[str, str] | None =
 
 def _primary(ctx: ReportContext) -> tuple[str, str]:
     """The metric the summary leads with and its name."""
-    metric = primary_metric(ctx.rows)
-    if metric == "valid_ppl":
-        return metric, "perplexity"
+    metric = primary_metric(ctx.rows, ctx.comparison.metric)
+    if metric in LABELS:
+        return metric, LABELS[metric]
     return metric, "BLEU-4" if ctx.comparison.captioning else "BLEU"
+
+
+LABELS = {"valid_ppl": "perplexity", "valid_bpb": "bits per byte", "vu": "distinct words"}
+SUMMARIES: dict[str, Callable[[StrategySummary], SeedSummary | None]] = {
+    "bleu": lambda s: s.bleu,
+    "vu": lambda s: s.vu,
+    "valid_ppl": lambda s: s.valid_ppl,
+    "valid_bpb": lambda s: s.valid_bpb,
+    "test_ppl": lambda s: s.test_ppl,
+    "test_bpb": lambda s: s.test_bpb,
+}
+"""tested metric -> its seed summary in a ``StrategySummary``."""
+TEST_OF = {"valid_ppl": "test_ppl", "valid_bpb": "test_bpb"}
+"""a validation metric -> the same metric on the test split (``embtie compare --test``)."""
 
 
 def plain_summary(ctx: ReportContext) -> list[str]:
     """Sentences, one per strategy compared with the baseline (decided ones first), and the tally."""
     metric, label = _primary(ctx)
-    base = _baseline_summary(ctx, lambda s: s.bleu if metric == "bleu" else s.valid_ppl)
+    base = _baseline_summary(ctx, SUMMARIES[metric])
     if base is None or base.n == 0:
         return ["There is no baseline (`tied`) in this comparison, so no strategy is compared with one."]
-    lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, 2 if metric == 'bleu' else 1)} (mean over seeds)."]
+    digits = {"bleu": 2, "valid_bpb": 3}.get(metric, 1)
+    lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, digits)} (mean over seeds)."]
     v = ctx.comparison.verdicts.get(metric)
     if v is None:
         n = len({r.seed for r in ctx.rows if r.strategy == ctx.baseline})
@@ -144,7 +159,23 @@ def plain_summary(ctx: ReportContext) -> list[str]:
     groups = {k: [n for n, d in decided if d.verdict == k] for k in VERDICTS}
     tally = [f"{k}: {', '.join(groups[k])}" for k in VERDICTS if groups[k]]
     lines.append(f"In short ({label}, margin {v.margin_text()}): " + "; ".join(tally) + ".")
-    return lines + vocab_usage_summary(ctx)
+    return lines + test_split_summary(ctx, metric, label) + vocab_usage_summary(ctx)
+
+
+def test_split_summary(ctx: ReportContext, metric: str, label: str) -> list[str]:
+    """The same verdicts on the test split (``--test``): reported beside the validation ones, decided by the
+    same paired tests, never used to stop or select; [] without test results."""
+    key = TEST_OF.get(metric)
+    v = ctx.comparison.verdicts.get(key) if key is not None else None
+    if key is None or v is None:
+        return []
+    base = _baseline_summary(ctx, SUMMARIES[key])
+    mean = "" if base is None or base.n == 0 else f" (`{ctx.baseline}`: {fmt(base.mean, 3 if 'bpb' in key else 1)})"
+    decided = _in_order(v)
+    tally = [f"{k}: {', '.join(n for n, d in decided if d.verdict == k)}" for k in VERDICTS
+             if any(d.verdict == k for _, d in decided)]  # fmt: skip
+    return [f"On the test split (reported beside validation, never used to decide){mean}, test {label}, margin "
+            f"{v.margin_text()}: " + "; ".join(tally) + "."]  # fmt: skip
 
 
 def vocab_usage_summary(ctx: ReportContext) -> list[str]:
@@ -159,7 +190,9 @@ def vocab_usage_summary(ctx: ReportContext) -> list[str]:
     return lines + [_sentence(n, d, "distinct words", said) for n, d in _in_order(v)]
 
 
-def _baseline_summary(ctx: ReportContext, metric: Callable[[StrategySummary], SeedSummary]) -> SeedSummary | None:
+def _baseline_summary(
+    ctx: ReportContext, metric: Callable[[StrategySummary], SeedSummary | None]
+) -> SeedSummary | None:
     """The baseline's seed summary of ``metric`` (None when the comparison has no baseline)."""
     s = ctx.comparison.summary.get(ctx.baseline)
     return None if s is None else metric(s)
@@ -173,5 +206,6 @@ def _in_order(v: MetricVerdicts) -> list[tuple[str, Decision]]:
 
 def summary(ctx: ReportContext) -> list[Block]:
     """The budget and the plain-language summary (the report's first section)."""
+    data = [] if ctx.comparison.title is None else [Text(f"Data: {ctx.comparison.title}.")]
     lines = [budget_text(ctx), numerics_text(ctx), *plain_summary(ctx)]
-    return [Heading("Summary"), *[Text(s) for s in lines]]
+    return [Heading("Summary"), *data, *[Text(s) for s in lines]]

@@ -119,5 +119,5 @@ def verdicts(ctx: ReportContext) -> list[Block]:
         return []
     blocks: list[Block] = [Heading("Verdicts: paired seeds and margins of equivalence"), Text(seeding_text(ctx))]
     blocks += [_table(ctx, v) for v in tested]
-    gain = pairing_table(ctx, primary_metric(ctx.rows))
+    gain = pairing_table(ctx, primary_metric(ctx.rows, ctx.comparison.metric))
     return blocks + ([gain] if gain is not None else [])

@@ -25,7 +25,9 @@ def _rho(bench: WordSimilarity | None, side: str) -> float | None:
 
 def word_similarity(ctx: ReportContext) -> list[Block]:
     """Spearman's rho against human judgements per benchmark, output / input vectors (mean ± std over the
-    seeds), and coverage."""
+    seeds), and coverage; nothing when the runs were analysed lightly (``--analysis light`` or ``none``)."""
+    if any(ctx.seed0[n].diag.level != "full" for n in ctx.names):
+        return []
     heading = Heading("Word similarity of input vs output vectors (Shalev et al., Table 4)")
     ws = {n: ctx.seed0[n].diag.wordsim for n in ctx.names}
     if not all(ws.values()):

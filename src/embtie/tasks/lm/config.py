@@ -10,6 +10,10 @@ from embtie.data.user_corpus import SOURCE_FORM, TOKENIZER_FORM, is_source, is_t
 from embtie.errors import ConfigError
 from embtie.schema import Declared, Rule, Setting
 
+OWN_WORDS_MIN_COUNT = 2
+OWN_WORDS_MAX_VOCAB = 10000
+"""PTB's recipe for a word vocabulary of raw text: singletons out, 10,000 entries at most."""
+
 
 @dataclass
 class LMDataConfig(Declared):
@@ -17,7 +21,11 @@ class LMDataConfig(Declared):
 
     section = "data"
 
-    dataset: Annotated[Literal["ptb", "wikitext-2"], Setting("the corpus (word-level)")] = "ptb"
+    dataset: Annotated[
+        Literal["ptb", "wikitext-2"] | None,
+        Setting("the corpus (word-level); null with your own text (set so when train_file or source is given)",
+                null="your own text"),
+    ] = "ptb"  # fmt: skip
     bptt: Annotated[int, Setting("tokens per training window (the context length of a GPT)", ge=1)] = 35
     batch_size: Annotated[int, Setting("parallel streams per step, over all processes (the global batch)", ge=1)] = 20
     eval_batch_size: Annotated[int, Setting("parallel streams of an evaluation (fewer for short files)", ge=1)] = 10
@@ -68,16 +76,56 @@ class LMDataConfig(Declared):
     tokenizer: Annotated[
         str,
         Setting(
-            "word (whitespace), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer, local)",
+            "auto (word for PTB/WikiText, bpe for your own text), word (whitespace), bpe or unigram (a "
+            "SentencePiece model of data.vocab_size pieces trained on the training split and cached in "
+            "$EMBTIE_CACHE), sentencepiece:MODEL_FILE or hf:NAME_OR_PATH (a Hugging Face tokenizer, local)",
             rule=Rule(is_tokenizer, TOKENIZER_FORM),
         ),
-    ] = "word"
+    ] = "auto"
+    vocab_size: Annotated[
+        int, Setting("tokenizer bpe/unigram: pieces of the subword model (at most; the text may support fewer)", ge=8)
+    ] = 8000
+    normalize: Annotated[
+        Literal["none", "lower", "ptb"],
+        Setting(
+            "before tokenizing: none, lower (lowercase) or ptb (lowercase, punctuation split from words, numbers "
+            "as N); bits per byte still count the original text"
+        ),
+    ] = "none"
+    min_count: Annotated[
+        int | None,
+        Setting(
+            "keep training tokens seen at least this often; the rest become <unk>",
+            ge=1,
+            null="2 for your own text with tokenizer word, else 1",
+        ),
+    ] = None
+    max_vocab: Annotated[
+        int | None,
+        Setting(
+            "at most this many vocabulary entries, <eos> and <unk> included (the most frequent kept)",
+            ge=3,
+            null="10000 for your own text with tokenizer word, else no cap",
+        ),
+    ] = None
 
     def corpus(self) -> Corpus:
-        return Corpus(self.dataset, self.source, self.text_column, self.train_file, self.valid_file,
-                      self.test_file, self.tokenizer)  # fmt: skip
+        """Where the text comes from and how it becomes tokens, with ``auto`` and the nulls resolved: your
+        own text is cut into subwords (bpe) unless you ask for words, and words of your own text get a
+        PTB-like vocabulary (min_count 2, at most 10,000 entries, <unk> trained)."""
+        own = self.source is not None or self.train_file is not None
+        tokenizer = self.tokenizer if self.tokenizer != "auto" else ("bpe" if own else "word")
+        own_words = own and tokenizer == "word"
+        min_count = self.min_count if self.min_count is not None else (OWN_WORDS_MIN_COUNT if own_words else 1)
+        max_vocab = self.max_vocab if self.max_vocab is not None else (OWN_WORDS_MAX_VOCAB if own_words else None)
+        return Corpus(self.dataset or "", self.source, self.text_column, self.train_file, self.valid_file,
+                      self.test_file, tokenizer, self.normalize, min_count, max_vocab, self.vocab_size)  # fmt: skip
 
     def check(self) -> None:
+        if self.source is not None or self.train_file is not None:
+            self.dataset = None  # config.yaml records the user's files, not the preset's dataset
+        elif self.dataset is None:
+            raise ConfigError("data.dataset is null: give data.dataset=ptb|wikitext-2, or data.train_file=PATH")
         if self.train_tokens is not None and self.train_tokens < 2 * self.batch_size:
             raise ConfigError(f"data.train_tokens={self.train_tokens} must be >= 2 * data.batch_size")
         if self.source is not None and self.train_file is not None:

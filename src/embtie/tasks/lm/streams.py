@@ -15,8 +15,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from embtie.data import vocab_checks
 from embtie.data.files import data_roots
-from embtie.data.lm_corpora import Corpus, Vocab, load_corpus_tokens
+from embtie.data.lm_corpora import Corpus, Vocab, load_corpus_tokens, raw_lines, subword_pieces, text_bytes
 from embtie.errors import ConfigError, DataError
 from embtie.tasks.lm.config import LMDataConfig
 
@@ -49,7 +50,24 @@ def train_vocab(corpus: Corpus | str) -> Vocab:
 
 @lru_cache(maxsize=4)
 def _train_vocab_at(roots: tuple[str, ...], corpus: Corpus) -> Vocab:
-    return Vocab.of_corpus(list(_tokens_at(roots, corpus, "train")))
+    train = list(_tokens_at(roots, corpus, "train"))
+    vocab = Vocab.of_corpus(train, corpus.min_count, corpus.max_vocab, train_unk=corpus.tokenizer == "word")
+    vocab = vocab.with_entries(subword_pieces(corpus.tokenizer))
+    vocab_checks.say(vocab_checks.size_warning(len(vocab), len(train)))
+    return vocab
+
+
+def text_size(corpus: Corpus, split: str, path: str | Path | None = None) -> tuple[int, int]:
+    """(tokens, UTF-8 bytes) of a split of ``corpus`` (or of a user file ``path``): the same text counted
+    both ways, the ratio bits per byte convert with (``embtie.data.lm_corpora.text_bytes``)."""
+    if path is not None:
+        return len(load_corpus_tokens(corpus, split, path)), text_bytes(raw_lines(corpus, split, path))
+    return _text_size_at(tuple(str(r) for r in data_roots()), corpus, split)
+
+
+@lru_cache(maxsize=8)
+def _text_size_at(roots: tuple[str, ...], corpus: Corpus, split: str) -> tuple[int, int]:
+    return len(_tokens_at(roots, corpus, split)), text_bytes(raw_lines(corpus, split))
 
 
 def encode(vocab: Vocab, tokens: list[str] | tuple[str, ...]) -> Tensor:
@@ -69,8 +87,10 @@ class Streams:
     """The training streams of a run and their windows, and the evaluation streams of each split (all
     cut once, on first use)."""
 
-    def __init__(self, data: LMDataConfig, vocab: Vocab, seed: int) -> None:
+    def __init__(self, data: LMDataConfig, vocab: Vocab, seed: int, corpus: Corpus | None = None) -> None:
         self.data, self.vocab, self.seed = data, vocab, seed
+        self.corpus = corpus if corpus is not None else data.corpus()
+        """the corpus with its tokenizer resolved (``embtie.data.lm_corpora.subword_corpus``)."""
         self._train: Tensor | None = None
         self._perm: tuple[int, Tensor] | None = None
         self._eval: dict[tuple[str, str | None], Tensor] = {}
@@ -79,7 +99,7 @@ class Streams:
     def train(self) -> Tensor:
         """(B, L) the training streams."""
         if self._train is None:
-            toks = tokens(self.data.corpus(), "train")
+            toks = tokens(self.corpus, "train")
             ids = encode(self.vocab, toks if self.data.train_tokens is None else toks[: self.data.train_tokens])
             self._train = batchify(ids, self.data.batch_size)
         return self._train
@@ -115,8 +135,10 @@ class Streams:
         key = (split, None if path is None else str(path))
         if key not in self._eval:
             d = self.data
-            toks = load_corpus_tokens(d.corpus(), split, path) if path is not None else tokens(d.corpus(), split)
+            toks = load_corpus_tokens(self.corpus, split, path) if path is not None else tokens(self.corpus, split)
             ids = encode(self.vocab, toks)
+            outside = sum(1 for t in toks if t not in self.vocab.stoi)
+            vocab_checks.say(vocab_checks.oov_warning(split, outside, len(toks), self.vocab.unk_count() > 0))
             if split == "valid" and path is None and d.valid_tokens is not None:
                 ids = ids[: d.valid_tokens]
             # short files get fewer streams, so that they keep most of their tokens

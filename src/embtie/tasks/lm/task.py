@@ -8,6 +8,9 @@ carry, saved in checkpoints); stateless ones read every window on their own.
 from __future__ import annotations
 
 import json
+import math
+import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ from torch import Tensor
 from embtie import progress, sharing
 from embtie.config import RunConfig
 from embtie.data.files import verify
-from embtie.data.lm_corpora import Vocab, split_file
+from embtie.data.lm_corpora import SUBWORD_TOKENIZERS, Corpus, Vocab, split_file, subword_corpus
 from embtie.errors import ConfigError, DataError
 from embtie.evaluation.loss_meter import LossMeter
 from embtie.models import model_class
@@ -26,7 +29,7 @@ from embtie.models.language_model import LanguageModel
 from embtie.runtime import autocast
 from embtie.tasks.base import StepLoss, Task, TrainingText
 from embtie.tasks.lm.config import LMDataConfig
-from embtie.tasks.lm.streams import LMBatch, Streams, tokens, train_vocab
+from embtie.tasks.lm.streams import LMBatch, Streams, text_size, tokens, train_vocab
 from embtie.tasks.registry import register
 
 
@@ -39,11 +42,14 @@ class LMTask(Task[LanguageModel]):
     model_kind = LanguageModel
     model_kind_name = "language model"
 
-    def __init__(self, cfg: RunConfig, vocab: Vocab | None = None) -> None:
+    def __init__(self, cfg: RunConfig, vocab: Vocab | None = None, subword_model: Path | None = None) -> None:
+        """``subword_model``: the SentencePiece model a run trained with (``RUN_DIR/subwords.model``) for a
+        ``bpe``/``unigram`` tokenizer; without it the model is trained (or found in the cache)."""
         super().__init__(cfg)
         self.data: LMDataConfig = cfg.data
-        self.vocab = vocab if vocab is not None else train_vocab(self.data.corpus())
-        self.streams = Streams(self.data, self.vocab, cfg.seed)
+        self.corpus: Corpus = corpus_of(self.data, subword_model)
+        self.vocab = vocab if vocab is not None else train_vocab(self.corpus)
+        self.streams = Streams(self.data, self.vocab, cfg.seed, self.corpus)
 
     @classmethod
     def check_config(cls, cfg: RunConfig) -> None:
@@ -60,6 +66,7 @@ class LMTask(Task[LanguageModel]):
     def check_data(cls, cfg: RunConfig) -> None:
         corpus = cfg.data.corpus()
         if corpus.own:  # the user's corpus: read (and cached) now, so that a bad file fails before anything runs
+            corpus = subword_corpus(corpus)
             for split in ("train", "valid"):
                 tokens(corpus, split)
             return
@@ -160,11 +167,24 @@ class LMTask(Task[LanguageModel]):
                 meter.add(ce, y.numel())
         finally:
             model.train(was_training)
-        return {"split": split, "loss": meter.loss, "ppl": meter.ppl, "tokens": meter.tokens}
+        n_tokens, n_bytes = text_size(self.corpus, split, path)
+        bpb = meter.loss / math.log(2) * n_tokens / n_bytes
+        return {"split": split, "loss": meter.loss, "ppl": meter.ppl, "tokens": meter.tokens, "bpb": bpb}
 
     # ------------------------------------------------------------------ run directory
     def save(self, run_dir: Path) -> None:
+        """RUN_DIR/vocab.json, and the subword model of a ``bpe``/``unigram`` tokenizer as
+        RUN_DIR/subwords.model (the run keeps the tokenizer it was trained with)."""
         (Path(run_dir) / "vocab.json").write_text(json.dumps(self.vocab.to_json()), encoding="utf-8")
+        model = self.subword_model_file()
+        if model is not None and model != Path(run_dir) / SUBWORD_MODEL:
+            shutil.copyfile(model, Path(run_dir) / SUBWORD_MODEL)
+
+    def subword_model_file(self) -> Path | None:
+        """The SentencePiece model of a ``bpe``/``unigram`` tokenizer (None for any other)."""
+        if self.data.corpus().tokenizer not in SUBWORD_TOKENIZERS:
+            return None
+        return Path(self.corpus.tokenizer.partition(":")[2])
 
     @classmethod
     def load(cls, cfg: RunConfig, run_dir: Path) -> LMTask:
@@ -178,4 +198,18 @@ class LMTask(Task[LanguageModel]):
                     f"{p} is damaged ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); delete it "
                     "to rebuild the vocabulary from the training data, or restore it"
                 ) from None
-        return cls(cfg, vocab)
+        model = Path(run_dir) / SUBWORD_MODEL
+        return cls(cfg, vocab, model if model.is_file() else None)
+
+
+SUBWORD_MODEL = "subwords.model"
+"""the run's copy of the SentencePiece model its ``bpe``/``unigram`` tokenizer trained."""
+
+
+def corpus_of(data: LMDataConfig, subword_model: Path | None = None) -> Corpus:
+    """The corpus of ``data`` with its tokenizer resolved: a ``bpe``/``unigram`` one becomes the run's own
+    ``subword_model`` when given, else the model trained on the training split (and cached)."""
+    corpus = data.corpus()
+    if subword_model is not None and corpus.tokenizer in SUBWORD_TOKENIZERS:
+        return replace(corpus, tokenizer=f"sentencepiece:{subword_model}")
+    return subword_corpus(corpus)

@@ -1,0 +1,62 @@
+"""`embtie compare --analysis full|light|none`: what each level computes, what the report drops, that a
+lighter analysis is deepened without retraining, and the rule of ``auto``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from embtie import cli, comparison
+from embtie.comparison.plan import FULL_ANALYSIS_MIN_STEPS
+from embtie.config import load_config
+from embtie.errors import ConfigError
+
+TINY = [
+    "model.dim=16", "model.n_layers=1", "model.n_heads=2", "data.bptt=16", "data.batch_size=4",
+    "data.eval_batch_size=4", "data.train_tokens=4000", "data.valid_tokens=1200", "train.max_steps=6",
+    "train.warmup_steps=0", "train.eval_every=3", "train.log_every=2", "train.checkpoint_every=0", "train.threads=1",
+]  # fmt: skip
+
+
+def test_auto_is_full_from_the_step_threshold_and_light_below():
+    short = load_config("ptb-gpt-tiny", ["train.max_steps=40"])
+    long = load_config("ptb-gpt-tiny", [f"train.max_steps={FULL_ANALYSIS_MIN_STEPS}"])
+    uncapped = load_config("ptb-gpt-tiny", ["train.max_steps=null", "train.epochs=1"])
+    level = comparison.analysis_level
+    assert (level("auto", short), level("auto", long), level("auto", uncapped)) == ("light", "full", "full")
+    assert level("none", long) == "none" and level("full", short) == "full"
+    with pytest.raises(ConfigError, match="--analysis 'most' is not one of auto, full, light, none"):
+        level("most", short)
+
+
+def _compare(out, level: str) -> tuple[dict, str]:
+    argv = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--out", str(out),
+            "--no-progress", "--analysis", level, *TINY]  # fmt: skip
+    assert cli.main(argv) == 0
+    return json.loads((out / "results.json").read_text()), (out / "report.md").read_text()
+
+
+def test_levels_drop_their_sections_and_deepen_without_retraining(tmp_path):
+    out = tmp_path / "cmp"
+    res, md = _compare(out, "none")
+    assert all(d["valid"] is None and d["row_updates"] is None and d["wordsim"] is None for d in res["diagnostics"])
+    assert res["tests"] == {}  # no per-unit validation: no bootstrap over units
+    assert set(res["verdicts"]["valid_ppl"]["decisions"]) == {"untied"}  # the seeds' verdict stays
+    assert "--analysis none" in md and "How often each row" not in md and "Word similarity" not in md
+    trained = {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")}
+
+    res, md = _compare(out, "light")
+    assert {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")} == trained  # analysed, not retrained
+    assert all(d["valid"]["units"] > 0 and d["row_updates"] is None for d in res["diagnostics"])
+    assert res["tests"]["untied"]["verdict"] in ("better", "worse", "within noise")
+    assert "How often each row" not in md and "Word similarity" not in md and res["update_dynamics"] == []
+
+    res, md = _compare(out, "full")
+    assert {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")} == trained
+    assert all(d["row_updates"]["batches"] > 0 for d in res["diagnostics"])
+    assert "How often each row" in md and "Word similarity" in md and res["update_dynamics"]
+    # a full analysis covers a lighter request: nothing is analysed again
+    before = {p: p.stat().st_mtime for p in out.glob("runs/*/*/analysis/diagnostics.json")}
+    _compare(out, "light")
+    assert {p: p.stat().st_mtime for p in out.glob("runs/*/*/analysis/diagnostics.json")} == before
