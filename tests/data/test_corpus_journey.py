@@ -24,10 +24,11 @@ from conftest import SHARED, serve_shared
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET_S = 15 * 60
-COMPARE = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied,l2norm", "--until-decided", "--seeds", "2",
+COMPARE = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied,tied-loginit", "--until-decided", "--seeds", "2",
            "--max-seeds", "4", "--metric", "bpb", "--test", "--jobs", "2", "--no-progress", "--out", "runs/journey",
            "data.train_file=corpus/train.txt", "data.valid_file=corpus/valid.txt", "data.test_file=corpus/test.txt",
-           "data.vocab_size=4000", "train.max_steps=100", "train.eval_every=50", "train.warmup_steps=10",
+           "data.vocab_size=4000", "train.lr=0.001", "train.max_steps=100", "train.eval_every=50",
+           "train.warmup_steps=10",
            "train.checkpoint_every=100", "train.threads=1"]  # fmt: skip
 """the comparison of the journey: docs/your-corpus.md's command at a budget sized for 15 minutes."""
 
