@@ -21,22 +21,32 @@ os.environ["PYTHONPATH"] = os.pathsep.join([_SRC, *_OLD])
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup`` (``make test``) the tests of one module run on one worker, in
-    order, so a module-scoped fixture (a run trained once and shared) is built once; a test that names its
-    own ``xdist_group`` keeps it (tests/docs/test_docs_run.py groups its blocks by documentation file).
-    ``tryfirst``: xdist reads the groups in its own hook of this name."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+DOCS_RUN = "tests/docs/test_docs_run.py"
 
 
-@pytest.fixture(scope="module")
-def flickr(tmp_path_factory) -> Path:
-    """A tiny Flickr8k-like dataset (``captioning_data.make_dataset``), made once per test module."""
-    pytest.importorskip("PIL.Image")
-    from captioning_data import make_dataset
+def xdist_scope(nodeid: str) -> str:
+    """The work unit of a test under ``pytest -n N`` (``make test``): its module, so a module's tests run in
+    order on one worker and its module-scoped fixtures are built once; the documentation blocks of
+    tests/docs/test_docs_run.py by documentation file (``...[docs/reference.md#3]``: a file's blocks share a
+    folder and run in order) and its --help examples together, so that the files spread over the workers."""
+    module, _, test = nodeid.partition("::")
+    if module != DOCS_RUN or "[" not in test:
+        return module
+    function, _, param = test.partition("[")
+    return f"{module}::{param.split('#')[0]}" if function == "test_documented_block_runs" else f"{module}::{function}"
 
-    return make_dataset(tmp_path_factory.mktemp("cap"))
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` with the units of ``xdist_scope`` (xdist's own ``--dist loadgroup`` cannot be
+    used: it reads ``xdist_group`` marks through ``item._nodeid``, which pytest 9 no longer has, so every
+    test became a unit of its own; measured with pytest 9.2 and pytest-xdist 3.8.0)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return ByScope(config, log)

@@ -220,11 +220,7 @@ def _block_id(b: Block) -> str:
     return f"{b.path}#{n}{'-annotated' if b.reason else ''}"
 
 
-# one xdist group per documentation file (and one for the --help examples): a file's blocks share its folder and
-# run in order on one worker, while the files spread over the workers of `make test`
-@pytest.mark.parametrize(
-    "block", [pytest.param(b, id=_block_id(b), marks=pytest.mark.xdist_group(f"docs:{b.path}")) for b in BLOCKS]
-)
+@pytest.mark.parametrize("block", BLOCKS, ids=[_block_id(b) for b in BLOCKS])
 def test_documented_block_runs(block: Block, workspaces: _Workspaces, doc_env: dict[str, str]):
     _run_block(block, workspaces, doc_env)
 
@@ -251,7 +247,6 @@ def test_every_command_with_examples_is_ordered_and_every_other_says_why():
     assert set(COMMANDS) - with_examples == set(NO_EXAMPLES)
 
 
-@pytest.mark.xdist_group("docs:help-examples")
 @pytest.mark.parametrize("command", HELP_ORDER)
 def test_help_examples_run(command: str, workspaces: _Workspaces, doc_env: dict[str, str]):
     cwd = workspaces.folder("help-examples")
