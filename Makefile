@@ -32,10 +32,15 @@ run: venv
 # training/ and rundir/): all of src/embtie but hf/, whose transformers objects mypy sees as bare modules
 TYPED := $(filter-out src/embtie/hf src/embtie/configs src/embtie/py.typed src/embtie/__pycache__,$(wildcard src/embtie/*))
 
+# pytest on TEST_WORKERS processes (pytest-xdist): one per core of the 2-core CI machine. --dist loadscope keeps
+# each module (and each documentation file's blocks) on one worker, in order (tests/conftest.py, xdist_scope);
+# `TEST_WORKERS=0` runs the suite in this one process
+TEST_WORKERS ?= 2
+
 test: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy $(TYPED)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 typecheck: venv
 	$(BIN)/mypy $(TYPED)
