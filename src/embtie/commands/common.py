@@ -10,6 +10,7 @@ nothing yet: ``number_arg(int, "--seeds", ge=1)`` reads a number as everywhere e
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -17,15 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from embtie.errors import ConfigError
-from embtie.schema import Setting, check
+from embtie.schema import Setting, check, parse_number, shown
+
+MAX_SEEDS = 1000
+"""the most seeds per strategy a command takes (``--seeds``, ``--max-seeds``): paired verdicts decide with
+a handful, and a thousand runs per strategy is already more than any grid embtie plans."""
 
 
-def number_arg(tp: type[int] | type[float], flag: str, **limits: Any) -> Callable[[str], Any]:
+def number_arg(
+    tp: type[int] | type[float], flag: str, most: float | None = None, **limits: Any
+) -> Callable[[str], Any]:
     """argparse ``type=`` for a number of type ``tp`` within ``limits`` (``ge=1``, ``gt=0``, ...: the fields
-    of ``embtie.schema.Setting``); an error names the flag, the value and the range."""
+    of ``embtie.schema.Setting``) and at most ``most`` (the largest value a machine honours: a count past it is
+    refused before any work starts); an error names the flag, the value and the range."""
     spec = Setting(**limits)
 
     def read(text: str) -> Any:
+        number = parse_number(text)
+        if most is not None and number is not None and math.isfinite(number) and number > most:
+            raise argparse.ArgumentTypeError(f"{shown(flag, number)} is too large: give at most {most:,}")
         try:
             return check(text, tp, flag, spec)
         except ConfigError as e:

@@ -31,7 +31,7 @@ EXAMPLES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison
-    from embtie.commands.common import number_arg, path_arg
+    from embtie.commands.common import MAX_SEEDS, number_arg, path_arg
 
     parser.add_argument(
         "args",
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seeds",
-        type=number_arg(int, "--seeds", ge=1),
+        type=number_arg(int, "--seeds", ge=1, most=MAX_SEEDS),
         default=None,
         help=f"seeds per strategy (default {comparison.DEFAULT_SEEDS}; the default job: "
         f"{comparison.DEFAULT_JOB_SEEDS})",
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=number_arg(int, "--jobs", ge=1),
+        type=number_arg(int, "--jobs", ge=1, most=1024),
         default=None,
         help="train this many runs at once, each in its own process (e.g. one per CPU core with "
         "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
@@ -86,13 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-seeds",
-        type=number_arg(int, "--max-seeds", ge=2),
+        type=number_arg(int, "--max-seeds", ge=2, most=MAX_SEEDS),
         default=None,
         help=f"the last look of --until-decided, at least --seeds (default {SequentialDesign.max_seeds})",
     )
     parser.add_argument(
         "--seeds-per-round",
-        type=number_arg(int, "--seeds-per-round", ge=1),
+        type=number_arg(int, "--seeds-per-round", ge=1, most=MAX_SEEDS),
         default=SequentialDesign.step,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
@@ -130,7 +130,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--slurm-partition", default=None, metavar="NAME", help="(slurm) the partition of the jobs")
     where.add_argument(
         "--gpus-per-run",
-        type=number_arg(int, "--gpus-per-run", ge=0),
+        type=number_arg(int, "--gpus-per-run", ge=0, most=64),
         default=None,
         metavar="N",
         help="(slurm) GPUs per job: 0 (the default) or 1 (a run trains in one process; train.device=auto takes it)",
@@ -154,7 +154,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     )
     where.add_argument(
         "--poll",
-        type=number_arg(float, "--poll", gt=0),
+        type=number_arg(float, "--poll", gt=0, most=86_400),
         default=None,
         metavar="SECONDS",
         help="(slurm) seconds between looks at the queue while waiting (default 30)",

@@ -36,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a strategy option, e.g. fixed.logit_scale=learned (repeatable)",
     )
     parser.add_argument(
-        "--steps", type=number_arg(int, "--steps", ge=1), default=300, help="optimizer steps per strategy (default 300)"
+        "--steps",
+        type=number_arg(int, "--steps", ge=1, most=100_000_000),
+        default=300,
+        help="optimizer steps per strategy (default 300)",
     )
     parser.add_argument(
         "--out", type=path_arg("--out"), default=None, help="output folder (default runs/hf-compare-<config name>)"
@@ -46,20 +49,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_corpus_arguments(parser)
     parser.add_argument(
-        "--block", type=number_arg(int, "--block", ge=1), default=64, help="tokens per example (default 64)"
+        "--block",
+        type=number_arg(int, "--block", ge=1, most=1_000_000),
+        default=64,
+        help="tokens per example (default 64)",
     )
     parser.add_argument(
-        "--batch-size", type=number_arg(int, "--batch-size", ge=1), default=16, help="examples per step (default 16)"
+        "--batch-size",
+        type=number_arg(int, "--batch-size", ge=1, most=100_000),
+        default=16,
+        help="examples per step (default 16)",
     )
     parser.add_argument(
         "--lr",
-        type=number_arg(float, "--lr", gt=0),
+        type=number_arg(float, "--lr", gt=0, most=10),
         default=3e-3,
         help="peak learning rate, AdamW + cosine (default 3e-3)",
     )
     parser.add_argument(
         "--warmup-steps",
-        type=number_arg(int, "--warmup-steps", ge=0),
+        type=number_arg(int, "--warmup-steps", ge=0, most=100_000_000),
         default=30,
         help="linear warmup steps (default 30)",
     )
