@@ -58,7 +58,6 @@ def _fmt_bool(b: bool | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from embtie.analysis.theory import theory_report
-
     from embtie.errors import ConfigError
 
     if args.vocab * args.dim > MAX_TABLE:
