@@ -138,3 +138,40 @@ def split_preset(args: list[str]) -> tuple[str | None, list[str]]:
         if "=" not in o:
             raise ConfigError(f"{o!r} is not a key=value override; give the preset first, then key=value overrides")
     return preset, items
+
+
+def held_out_copies(data: object) -> list[tuple[str, str, str]]:
+    """(held-out key, training key, path) for every validation or test file of a data section (a dataclass
+    with ``train_file``/``valid_file``, ``train_src_file``/``test_src_file``, ...) that is the training file
+    itself or a byte-for-byte copy of it."""
+    import dataclasses
+    import filecmp
+
+    if not dataclasses.is_dataclass(data):
+        return []
+    values = {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}  # foreign: a declared dataclass
+    out = []
+    for key, path in values.items():
+        prefix = next((p for p in ("valid", "test") if key.startswith(p + "_") and key.endswith("_file")), None)
+        if prefix is None:
+            continue
+        train_key = "train" + key[len(prefix) :]
+        train = values.get(train_key)
+        if not (isinstance(path, str) and isinstance(train, str)):
+            continue
+        a, b = Path(path).expanduser(), Path(train).expanduser()
+        if a.is_file() and b.is_file() and (os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)):
+            out.append((f"data.{key}", f"data.{train_key}", path))
+    return out
+
+
+def warn_held_out_copies(data: object) -> None:
+    """One warning line on stderr for each held-out file that is the training text (its perplexity measures
+    memorisation, not generalisation); the command goes on."""
+    for key, train_key, path in held_out_copies(data):
+        print(
+            f"embtie: warning: {key} ({path}) is the same text as {train_key}: its perplexity measures how well "
+            "the model memorised its training text, not how it generalises; give held-out text",
+            file=sys.stderr,
+        )
+

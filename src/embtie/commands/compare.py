@@ -72,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--margin",
+        action="append",
         default=None,
         metavar="METRIC=VALUE[%],...",
         help="margins of practical equivalence: a strategy is 'equivalent' to tied when its paired-seed interval "
@@ -93,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seeds-per-round",
         type=number_arg(int, "--seeds-per-round", ge=1, most=MAX_SEEDS),
-        default=SequentialDesign.step,
+        default=None,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
     _add_launcher_arguments(parser)
@@ -204,6 +205,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     from embtie.errors import ConfigError
 
     given, overrides = split_preset(args.args)
+    _check_no_idle_options(args, overrides)
     if args.max_seeds is not None and args.seeds is not None and args.max_seeds < args.seeds:
         raise ConfigError(f"--max-seeds {args.max_seeds} must be >= --seeds {args.seeds}")
     default_job = given is None
@@ -224,7 +226,8 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
             raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
         max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
         first, max_seeds = cheap.cap(first, cheap.SEQUENTIAL_SEEDS), cheap.cap(max_seeds, cheap.SEQUENTIAL_SEEDS)
-        design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=max_seeds)
+        step = args.seeds_per_round if args.seeds_per_round is not None else SequentialDesign.step
+        design = SequentialDesign(first=first, step=step, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
         preset=preset,
@@ -234,17 +237,55 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,
         out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
-        margins={k: m for k, m in parse_margins(args.margin).items() if DEFAULT_MARGINS[k] != m},
+        margins={k: m for k, m in parse_margins(_margin_text(args.margin)).items() if DEFAULT_MARGINS[k] != m},
         design=design,
     )
     return spec, default_job
+
+
+def _check_no_idle_options(args: argparse.Namespace, overrides: list[str]) -> None:
+    """Options that would do nothing in the mode asked for are refused, with the reason: the sequential
+    design's options without --until-decided, a ``seed=`` override (every run's seed comes from --first-seed
+    and its place in the grid)."""
+    from embtie.errors import ConfigError
+
+    if not args.until_decided:
+        for flag, value in (("--max-seeds", args.max_seeds), ("--seeds-per-round", args.seeds_per_round)):
+            if value is not None:
+                raise ConfigError(
+                    f"{flag} {value} is an option of --until-decided (the rounds of a sequential design); add "
+                    f"--until-decided, or give the number of seeds with --seeds"
+                )
+    for o in overrides:
+        if o.split("=", 1)[0].strip() == "seed":
+            raise ConfigError(
+                f"{o!r} has no effect in a comparison: its runs take the seeds --first-seed, --first-seed + 1, ...; "
+                "give --first-seed N instead"
+            )
+
+
+def _margin_text(given: list[str] | None) -> str | None:
+    """The --margin options (repeatable, each METRIC=VALUE[%],...) as one list; a metric given twice is
+    refused (the last would silently win)."""
+    from embtie.errors import ConfigError
+
+    if not given:
+        return None
+    items = [i.strip() for text in given for i in text.split(",")]
+    if not all(items):
+        raise ConfigError(f"--margin {','.join(given)!r} has an empty item; write --margin valid_ppl=1%,bleu=0.5")
+    keys = [i.partition("=")[0].strip() for i in items]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ConfigError(f"--margin gives {twice} more than once; keep one margin per metric")
+    return ",".join(items)
 
 
 def _check_before_writing(spec: CompareSpec) -> None:
     """Everything a comparison can be refused for, before it writes anything: every planned config
     (``comparison.plan``), the output folder, and the data each distinct data section trains on."""
     from embtie import comparison, tasks
-    from embtie.commands.common import check_out_dir
+    from embtie.commands.common import check_out_dir, warn_held_out_copies
 
     runs = comparison.plan(spec)
     check_out_dir(spec.out_dir)
@@ -253,6 +294,7 @@ def _check_before_writing(spec: CompareSpec) -> None:
         key = (r.cfg.task, r.cfg.data)
         if key not in checked:
             tasks.get(r.cfg.task).check_data(r.cfg)
+            warn_held_out_copies(r.cfg.data)
             checked.append(key)
 
 

@@ -70,6 +70,10 @@ def _get(args: argparse.Namespace) -> int:
     from embtie.data.install import get
 
     splits = [s.strip() for item in args.split or [] for s in item.split(",") if s.strip()] or None
+    if args.split is not None and splits is None:
+        from embtie.errors import ConfigError
+
+        raise ConfigError(f"--split {args.split[-1]!r} names no split; give e.g. --split test, or leave it out for all")
     done = get(args.name, splits, mirror=args.mirror, say=lambda line: print(line, flush=True))
     if done.added:
         print(f"{args.name}: {len(done.added)} file(s) added under {done.root}"

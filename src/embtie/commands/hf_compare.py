@@ -129,28 +129,52 @@ def parse_options(items: list[str]) -> dict[str, dict]:
         strategy, dot, option = key.partition(".")
         if not sep or not dot or not strategy or not option:
             raise ConfigError(f"--option {item!r} must look like STRATEGY.KEY=VALUE, e.g. fixed.logit_scale=learned")
+        if option in out.get(strategy, {}):
+            raise ConfigError(f"--option {strategy}.{option} is given twice; keep one value")
         out.setdefault(strategy, {})[option] = parse_scalar(value)
     return out
+
+
+def check_choices(strategies: list[str], options: dict[str, dict], args: argparse.Namespace) -> None:
+    """Nothing given that would have no effect: an empty --strategies, an --option of a strategy that is not
+    compared, --text-column without --source (a ConfigError naming it and why)."""
+    from embtie.errors import ConfigError
+
+    if not strategies:
+        raise ConfigError(f"--strategies {args.strategies!r} lists no strategy; give e.g. --strategies tied,untied")
+    for name in options:
+        if name not in strategies:
+            raise ConfigError(
+                f"--option {name}.{next(iter(options[name]))}=... is for strategy {name!r}, which --strategies "
+                f"({','.join(strategies)}) does not compare; add {name} to --strategies or leave the option out"
+            )
+    if args.text_column != "text" and args.source is None:
+        raise ConfigError("--text-column names a column of --source hf:...; give --source or leave it out")
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from embtie import cheap
+    from embtie.commands.common import warn_held_out_copies
     from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
     from embtie.tasks.lm.config import LMDataConfig
 
     data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
                         source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
     corpus = data.corpus()
+    warn_held_out_copies(data)
 
     def tokens(given: int | None) -> int | None:  # EMBTIE_CHEAP: a slice of the data (embtie.cheap)
         return cheap.cap(given or cheap.HF_TOKENS, cheap.HF_TOKENS) if cheap.enabled() else given
 
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    options = parse_options(args.option)
+    check_choices(strategies, options, args)
     cfg = HFCompareConfig(
         model_config=args.model_config,
-        strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
-        options=parse_options(args.option),
+        strategies=strategies,
+        options=options,
         out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
         dataset=corpus if corpus.own or corpus.tokenizer != "word" else args.dataset,
         steps=cheap.cap(args.steps, cheap.HF_STEPS),

@@ -44,6 +44,25 @@ def read_spec(spec: str | Path) -> dict[str, Any]:
     return read_yaml_mapping(p, "config file")
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise _DuplicateKey(f"key {key!r} is given twice (lines {seen[key]} and {line}); keep one")
+            if isinstance(key, str | int | float | bool):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(Exception):
+    """A mapping of a YAML file with a key given twice (the message names it and both lines)."""
+
+
 def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
     """The mapping a YAML file holds (a config or a run's config.yaml); a ConfigError naming the file when
     it cannot be read, is not UTF-8 text, is not valid YAML, is empty, or holds something else."""
@@ -61,7 +80,9 @@ def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, 
     if "\x00" in text:
         raise ConfigError(f"{what} {p} is a binary file, not YAML text")
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)
+    except _DuplicateKey as e:
+        raise ConfigError(f"{what} {p}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)  # foreign: a yaml.YAMLError (marked ones have it)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
