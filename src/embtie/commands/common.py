@@ -10,14 +10,15 @@ nothing yet: ``number_arg(int, "--seeds", ge=1)`` reads a number as everywhere e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from embtie.errors import ConfigError
+from embtie.errors import ConfigError, EmbtieError
 from embtie.schema import Setting, check, parse_number, shown
 
 MAX_SEEDS = 1000
@@ -174,4 +175,23 @@ def warn_held_out_copies(data: object) -> None:
             "the model memorised its training text, not how it generalises; give held-out text",
             file=sys.stderr,
         )
+
+
+@contextlib.contextmanager
+def removed_if_refused(out: Path) -> Iterator[None]:
+    """A run folder this command creates is removed again when the command fails before its first
+    checkpoint (a setting refused while the data is read, a full disk): it holds nothing but the refused
+    config, which would make the corrected command fail as 'another config'. A folder that existed before,
+    or that holds a checkpoint, is left as it is."""
+    import shutil
+
+    from embtie.rundir import checkpoints
+
+    existed = out.exists()
+    try:
+        yield
+    except (EmbtieError, OSError):
+        if not existed and out.is_dir() and checkpoints.latest(out) is None and int(os.environ.get("RANK", "0")) == 0:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
