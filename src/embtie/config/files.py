@@ -4,6 +4,7 @@ which reads one and applies ``key=value`` overrides."""
 from __future__ import annotations
 
 import copy
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,16 @@ def preset_names() -> list[str]:
 def read_spec(spec: str | Path) -> dict[str, Any]:
     """The raw dict of a preset name or a YAML file path."""
     p = Path(spec).expanduser()
-    if p.suffix in (".yaml", ".yml") or p.is_file():
+    preset = "/" not in str(spec) and str(spec) in preset_names()
+    if p.suffix in (".yaml", ".yml") or (p.exists() and not preset) or "/" in str(spec):
         if p.is_dir():
             raise ConfigError(f"config file {p} is a folder; give a YAML file or a preset name")
+        if p.exists() and not p.is_file():
+            raise ConfigError(f"config file {p} is not a regular file (a device or a pipe); give a YAML file")
         if not p.is_file():
             raise ConfigError(f"config file {p} does not exist; give a preset name ({', '.join(preset_names())})")
+        if not os.access(p, os.R_OK):
+            raise ConfigError(f"config file {p} exists but cannot be read (permission denied); check its permissions")
     else:
         p = presets_dir() / f"{spec}.yaml"
         if not p.is_file():

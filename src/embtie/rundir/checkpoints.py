@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, save_file, save_model
 from torch import Tensor, nn
@@ -91,7 +91,13 @@ def latest(run_dir: Path) -> Path | None:
     p = root / LATEST
     if not p.is_file():
         return None
-    d = root / p.read_text(encoding="utf-8").strip()
+    try:
+        name = p.read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError:  # damaged: the newest step checkpoint on disk is found by ``candidates``
+        return None
+    if not name or "/" in name or "\x00" in name:
+        return None
+    d = root / name
     return d if (d / "state.json").is_file() else None
 
 
@@ -287,7 +293,7 @@ def check_weights(model: nn.Module, tensors: dict[str, Tensor], ckpt: Path, use:
     if parts:
         raise CheckpointError(
             f"checkpoint {ckpt} does not fit this run's model ({'; '.join(parts)}): it was written for another "
-            f"strategy, width or vocabulary; {_misfit_advice(use)}"
+            f"strategy, width or vocabulary; {_fitting_advice(model, Path(ckpt), use) or _misfit_advice(use)}"
         )
     check_finite(tensors, ckpt, use)
 
@@ -376,6 +382,23 @@ def _older_advice(ckpt: Path, use: str) -> str:
     if others:
         return f"use an older checkpoint (--checkpoint {others[0]})"
     return "no other checkpoint of this run is left"
+
+
+def _fitting_advice(model: nn.Module, ckpt: Path, use: str) -> str | None:
+    """When another checkpoint of the same run fits ``model`` (read from the files' headers only): the advice
+    to use it, naming it; else None."""
+    for name in _others(ckpt):
+        path = ckpt.parent / name / "model.safetensors"
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (not a dict)
+        except (OSError, SafetensorError):
+            continue
+        if not misfit(model, shapes):
+            if use == "resume":
+                return f"the older checkpoint {name} fits: move {ckpt} away to resume from it"
+            return f"the older checkpoint {name} of this run fits: give --checkpoint {name}"
+    return None
 
 
 def _misfit_advice(use: str) -> str:
