@@ -37,7 +37,8 @@ def number_arg(
     def read(text: str) -> Any:
         number = parse_number(text)
         if most is not None and number is not None and math.isfinite(number) and number > most:
-            raise argparse.ArgumentTypeError(f"{shown(flag, number)} is too large: give at most {most:,}")
+            value = int(number) if tp is int and float(number).is_integer() else number
+            raise argparse.ArgumentTypeError(f"{shown(flag, value)} is too large: give at most {most:,}")
         try:
             return check(text, tp, flag, spec)
         except ConfigError as e:

@@ -91,17 +91,15 @@ def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
     if name is None:
         return None
     own = Path(run_dir) / checkpoints.CKPT
-    cand = own / name
-    if (cand / "model.safetensors").is_file() and cand.resolve().parent == own.resolve():
-        return cand
-    path = Path(name).expanduser()
-    if (path / "model.safetensors").is_file():
-        if path.resolve().parent == own.resolve():
-            return own / path.name
-        other = path.resolve().parent.parent
+    for cand in (own / name, Path(name).expanduser()):
+        if not (cand / "model.safetensors").is_file():
+            continue
+        if cand.resolve().parent == own.resolve():
+            return own / cand.resolve().name
+        other = cand.resolve().parent.parent
         raise ConfigError(
             f"--checkpoint {name} belongs to another run ({other}), not to {run_dir}: its results would be stored "
-            f"under this run's name; evaluate it in its own run: `embtie eval {other} --checkpoint {path.name}`"
+            f"under this run's name; evaluate it in its own run: `embtie eval {other} --checkpoint {cand.name}`"
         )
     have = [p.name for p in own.glob("*") if (p / "model.safetensors").is_file()]
     raise ConfigError(f"no checkpoint {name!r} in {run_dir}; choose one of: {', '.join(sorted(have)) or 'none'}")
