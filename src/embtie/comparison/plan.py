@@ -224,6 +224,10 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
     return runs
 
 
+_TELLING_KEYS = ("task", "data.dataset", "model.name", "sharing.name", "seed")
+"""config keys named first when a reused run folder differs in several (else the first in key order)."""
+
+
 def check_reused(r: PlannedRun, spec: CompareSpec) -> None:
     """A run folder that exists already must hold the run the comparison asks for (its preset, strategy, seed
     and overrides): otherwise a ConfigError naming the first difference, so that another comparison's runs are
@@ -240,7 +244,8 @@ def check_reused(r: PlannedRun, spec: CompareSpec) -> None:
         raise ConfigError(f"{r.run_dir} cannot be reused by this comparison: {e}") from None
     diff = config_diff(r.cfg.to_dict(), saved.to_dict())
     if diff:
-        key, _, values = diff[0].partition(": ")
+        telling = [d for d in diff if d.split(":", 1)[0] in _TELLING_KEYS]  # what a reader recognises first
+        key, _, values = (telling or diff)[0].partition(": ")
         asked, _, found = values.partition(" -> ")
         raise ConfigError(
             f"{r.run_dir} holds a run of another config than this comparison asks for ({key} is {found} there, "

@@ -140,8 +140,9 @@ def train_subwords(
     except Exception as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, OSError) or "No space left" in str(e) or "os error" in str(e).lower():
+            reason = (e.strerror if isinstance(e, OSError) else None) or e
             raise DataError(
-                f"could not write the subword model into the cache {root} ({getattr(e, 'strerror', None) or e}); "
+                f"could not write the subword model into the cache {root} ({reason}); "
                 "free space there (or point EMBTIE_CACHE at a disk with room), then run the same command"
             ) from None
         need = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(e))
