@@ -195,4 +195,3 @@ def removed_if_refused(out: Path) -> Iterator[None]:
         if not existed and out.is_dir() and checkpoints.latest(out) is None and int(os.environ.get("RANK", "0")) == 0:
             shutil.rmtree(out, ignore_errors=True)
         raise
-

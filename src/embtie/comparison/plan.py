@@ -178,8 +178,10 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
     return label, name, options
 
 
-def plan(spec: CompareSpec) -> list[PlannedRun]:
-    """Validated configs of every strategy x seed (a ConfigError names the first bad one)."""
+def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
+    """Validated configs of every strategy x seed (a ConfigError names the first bad one); with ``folders``,
+    every run folder that exists already must hold its planned run (``check_reused``; ``embtie plan``, which
+    trains nothing, passes False)."""
     from embtie import sharing
 
     if spec.seeds < 1:
@@ -219,7 +221,7 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace({"train.progress": False})
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg))
-    for r in runs:
+    for r in runs if folders else []:
         check_reused(r, spec)
     return runs
 
