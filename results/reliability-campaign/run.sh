@@ -99,7 +99,7 @@ case_ plan-gpus-1e308 2 $E plan ptb-gpt-tiny --hardware h100 --gpus 1e308
 case_ plan-cores-huge 2 $E plan ptb-gpt-tiny --hardware cpu:99999999
 case_ plan-width-1e308 2 $E plan ptb-gpt-tiny --hardware cpu model.dim=1e308
 case_ plan-width-1e9 2 $E plan ptb-gpt-tiny --hardware cpu model.dim=1e9
-case_ plan-vocab-huge 2 $E plan ptb-gpt-tiny --hardware cpu data.vocab_size=1e12
+case_ plan-batch-huge 2 $E plan ptb-gpt-tiny --hardware cpu data.batch_size=1e12
 case_ compare-seeds-1e6 2 $E compare --seeds 1e6 --out $W/n1
 case_ compare-first-seed-1e300 2 $E compare --first-seed 1e300 --out $W/n1
 case_ hf-lr-1e308 2 $E hf-compare gpt2-tiny --lr 1e308
@@ -134,7 +134,7 @@ grep -q "same text as data.train_file" <(PYTHONPATH=$ROOT/src $E train ptb-gpt-t
 echo "== messages (issue 44)"
 out $W/m1; case_ config-dev-null 2 $E train /dev/null --out $W/m1
 out $W/m1; case_ config-a-folder 2 $E train $W --out $W/m1
-case_ translate-input-dev-null 2 $E translate $RUN --input /dev/null
+case_ eval-test-file-dev-null 2 $E eval $RUN --test-file /dev/null
 case_ mirror-not-a-url 2 env EMBTIE_DATA=$C/empty $E data get ptb --mirror mirror.local
 mkdir -p $C/empty
 case_ verify-nothing-here 2 env EMBTIE_DATA=$C/empty $E data verify ptb
@@ -155,8 +155,8 @@ P1=$!; for _ in $(seq 60); do [ -f $W/race/checkpoints/latest ] && break; sleep 
 case_ second-trainer 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY
 case_ eval-while-training 0 $E eval $W/race
 kill -9 $P1; wait $P1 2>/dev/null
-case_ after-sigkill-resume 0 $E train ptb-gpt-tiny --out $W/race train.max_steps=60 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY
-case_ resume-other-width 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=60 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY model.dim=32
+case_ after-sigkill-resume 0 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY
+case_ resume-other-width 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY model.dim=32
 cp -r $RUN $W/nan
 $PY - <<PY
 import glob
