@@ -49,6 +49,12 @@ _NUMBER = re.compile(
 )
 
 
+MAX_INT = 2**31 - 1
+"""the largest integer a setting takes unless its ``Setting`` gives a bound of its own: every count embtie
+reads (steps, widths, tokens, seeds, GPUs) fits a 32-bit signed integer, and a number written as ``1e308``
+would otherwise be read as a 309-digit integer and grow a table, a loop or a plan until the machine gives up."""
+
+
 def parse_number(text: str) -> int | float | None:
     """The number ``text`` spells (``-3``, ``1_000``: int; ``1e-4``, ``1E4``, ``.5``, ``inf``: float), or None."""
     s = text.strip()
@@ -225,6 +231,8 @@ def check(value: Any, tp: Any, key: str, spec: Setting | None = None, *, default
     what = shown(key, out if isinstance(value, str) else value)  # "1e-4" from text shows as the number it is
     if _numbers_out_of_range(out, spec):
         raise ConfigError(f"{what} must be {_range_words(out, tp, spec)}{_default_hint(default)}")
+    if _too_large(out, spec):
+        raise ConfigError(f"{what} is too large: an integer here must be <= {MAX_INT:,}{_default_hint(default)}")
     if isinstance(out, list) and not _length_ok(out, spec):
         raise ConfigError(f"{what} must be {describe(tp, spec)}{_default_hint(default)}")
     if spec.rule is not None and not spec.rule.test(out):
@@ -310,6 +318,15 @@ def _numbers_out_of_range(value: Any, spec: Setting) -> bool:
     return False
 
 
+def _too_large(value: Any, spec: Setting) -> bool:
+    """An integer (or one of a list) beyond ``MAX_INT`` where ``spec`` declares no upper bound of its own."""
+    if spec.le is not None or spec.lt is not None or isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > MAX_INT
+    return isinstance(value, list) and any(_too_large(v, spec) for v in value)
+
+
 def _length_ok(value: list[Any], spec: Setting) -> bool:
     if spec.length is not None and len(value) != spec.length:
         return False
@@ -333,6 +350,8 @@ def show(value: Any) -> str:
         return "null"
     if isinstance(value, list):
         return "[" + ", ".join(show(v) for v in value) + "]"
+    if isinstance(value, int) and abs(value) >= 10**16:  # 1e308 read as an integer: 309 digits
+        return f"{float(value):g}"
     return repr(value)
 
 

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batches",
-        type=number_arg(int, "--batches", ge=1),
+        type=number_arg(int, "--batches", ge=1, most=100_000),
         default=8,
         help="training batches for the row-update counts (default 8)",
     )

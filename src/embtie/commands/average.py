@@ -17,7 +17,11 @@ EXAMPLES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument(
-        "--last", type=number_arg(int, "--last", ge=1), required=True, metavar="N", help="how many checkpoints"
+        "--last",
+        type=number_arg(int, "--last", ge=1, most=10_000),
+        required=True,
+        metavar="N",
+        help="how many checkpoints",
     )
 
 

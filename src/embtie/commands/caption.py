@@ -17,7 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument("images", metavar="IMAGE", nargs="+", help="image files (.jpg, .png)")
     parser.add_argument(
-        "--beam", type=number_arg(int, "--beam", ge=1), default=None, help="beam width (1: greedy; default: the run's)"
+        "--beam",
+        type=number_arg(int, "--beam", ge=1, most=1000),
+        default=None,
+        help="beam width (1: greedy; default: the run's)",
     )
     parser.add_argument("--checkpoint", metavar="NAME", help="e.g. best (default: newest)")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")

@@ -10,22 +10,35 @@ nothing yet: ``number_arg(int, "--seeds", ge=1)`` reads a number as everywhere e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from embtie.errors import ConfigError
-from embtie.schema import Setting, check
+from embtie.errors import ConfigError, EmbtieError
+from embtie.schema import Setting, check, parse_number, shown
+
+MAX_SEEDS = 1000
+"""the most seeds per strategy a command takes (``--seeds``, ``--max-seeds``): paired verdicts decide with
+a handful, and a thousand runs per strategy is already more than any grid embtie plans."""
 
 
-def number_arg(tp: type[int] | type[float], flag: str, **limits: Any) -> Callable[[str], Any]:
+def number_arg(
+    tp: type[int] | type[float], flag: str, most: float | None = None, **limits: Any
+) -> Callable[[str], Any]:
     """argparse ``type=`` for a number of type ``tp`` within ``limits`` (``ge=1``, ``gt=0``, ...: the fields
-    of ``embtie.schema.Setting``); an error names the flag, the value and the range."""
+    of ``embtie.schema.Setting``) and at most ``most`` (the largest value a machine honours: a count past it is
+    refused before any work starts); an error names the flag, the value and the range."""
     spec = Setting(**limits)
 
     def read(text: str) -> Any:
+        number = parse_number(text)
+        if most is not None and number is not None and math.isfinite(number) and number > most:
+            value = int(number) if tp is int and float(number).is_integer() else number
+            raise argparse.ArgumentTypeError(f"{shown(flag, value)} is too large: give at most {most:,}")
         try:
             return check(text, tp, flag, spec)
         except ConfigError as e:
@@ -127,3 +140,58 @@ def split_preset(args: list[str]) -> tuple[str | None, list[str]]:
         if "=" not in o:
             raise ConfigError(f"{o!r} is not a key=value override; give the preset first, then key=value overrides")
     return preset, items
+
+
+def held_out_copies(data: object) -> list[tuple[str, str, str]]:
+    """(held-out key, training key, path) for every validation or test file of a data section (a dataclass
+    with ``train_file``/``valid_file``, ``train_src_file``/``test_src_file``, ...) that is the training file
+    itself or a byte-for-byte copy of it."""
+    import dataclasses
+    import filecmp
+
+    if not dataclasses.is_dataclass(data):
+        return []
+    values = {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}  # foreign: a declared dataclass
+    out = []
+    for key, path in values.items():
+        prefix = next((p for p in ("valid", "test") if key.startswith(p + "_") and key.endswith("_file")), None)
+        if prefix is None:
+            continue
+        train_key = "train" + key[len(prefix) :]
+        train = values.get(train_key)
+        if not (isinstance(path, str) and isinstance(train, str)):
+            continue
+        a, b = Path(path).expanduser(), Path(train).expanduser()
+        if a.is_file() and b.is_file() and (os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)):
+            out.append((f"data.{key}", f"data.{train_key}", path))
+    return out
+
+
+def warn_held_out_copies(data: object) -> None:
+    """One warning line on stderr for each held-out file that is the training text (its perplexity measures
+    memorisation, not generalisation); the command goes on."""
+    for key, train_key, path in held_out_copies(data):
+        print(
+            f"embtie: warning: {key} ({path}) is the same text as {train_key}: its perplexity measures how well "
+            "the model memorised its training text, not how it generalises; give held-out text",
+            file=sys.stderr,
+        )
+
+
+@contextlib.contextmanager
+def removed_if_refused(out: Path) -> Iterator[None]:
+    """A run folder this command creates is removed again when the command fails before its first
+    checkpoint (a setting refused while the data is read, a full disk): it holds nothing but the refused
+    config, which would make the corrected command fail as 'another config'. A folder that existed before,
+    or that holds a checkpoint, is left as it is."""
+    import shutil
+
+    from embtie.rundir import checkpoints
+
+    existed = out.exists()
+    try:
+        yield
+    except (EmbtieError, OSError):
+        if not existed and out.is_dir() and checkpoints.latest(out) is None and int(os.environ.get("RANK", "0")) == 0:
+            shutil.rmtree(out, ignore_errors=True)
+        raise

@@ -29,7 +29,7 @@ EXAMPLES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison
-    from embtie.commands.common import number_arg, path_arg
+    from embtie.commands.common import MAX_SEEDS, number_arg, path_arg
     from embtie.decisions.sequential import SequentialDesign
 
     parser.add_argument(
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seeds",
-        type=number_arg(int, "--seeds", ge=1),
+        type=number_arg(int, "--seeds", ge=1, most=MAX_SEEDS),
         default=None,
         help=f"seeds per strategy (default {comparison.DEFAULT_SEEDS}; the default job: "
         f"{comparison.DEFAULT_JOB_SEEDS})",
@@ -64,13 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=number_arg(int, "--jobs", ge=1),
+        type=number_arg(int, "--jobs", ge=1, most=1024),
         default=None,
         help="train this many runs at once, each in its own process (e.g. one per CPU core with "
         "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
     )
     parser.add_argument(
         "--margin",
+        action="append",
         default=None,
         metavar="METRIC=VALUE[%],...",
         help="margins of practical equivalence: a strategy is 'equivalent' to tied when its paired-seed interval "
@@ -85,14 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-seeds",
-        type=number_arg(int, "--max-seeds", ge=2),
+        type=number_arg(int, "--max-seeds", ge=2, most=MAX_SEEDS),
         default=None,
         help=f"the last look of --until-decided, at least --seeds (default {SequentialDesign.max_seeds})",
     )
     parser.add_argument(
         "--seeds-per-round",
-        type=number_arg(int, "--seeds-per-round", ge=1),
-        default=SequentialDesign.step,
+        type=number_arg(int, "--seeds-per-round", ge=1, most=MAX_SEEDS),
+        default=None,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
     _add_analysis_argument(parser)
@@ -172,7 +173,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--slurm-partition", default=None, metavar="NAME", help="(slurm) the partition of the jobs")
     where.add_argument(
         "--gpus-per-run",
-        type=number_arg(int, "--gpus-per-run", ge=0),
+        type=number_arg(int, "--gpus-per-run", ge=0, most=64),
         default=None,
         metavar="N",
         help="(slurm) GPUs per job: 0 (the default) or 1 (a run trains in one process; train.device=auto takes it)",
@@ -196,7 +197,7 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     )
     where.add_argument(
         "--poll",
-        type=number_arg(float, "--poll", gt=0),
+        type=number_arg(float, "--poll", gt=0, most=86_400),
         default=None,
         metavar="SECONDS",
         help="(slurm) seconds between looks at the queue while waiting (default 30)",
@@ -246,6 +247,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     from embtie.errors import ConfigError
 
     given, overrides = split_preset(args.args)
+    _check_no_idle_options(args, overrides)
     if args.max_seeds is not None and args.seeds is not None and args.max_seeds < args.seeds:
         raise ConfigError(f"--max-seeds {args.max_seeds} must be >= --seeds {args.seeds}")
     default_job = given is None
@@ -266,7 +268,8 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
             raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
         max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
         first, max_seeds = cheap.cap(first, cheap.SEQUENTIAL_SEEDS), cheap.cap(max_seeds, cheap.SEQUENTIAL_SEEDS)
-        design = SequentialDesign(first=first, step=args.seeds_per_round, max_seeds=max_seeds)
+        step = args.seeds_per_round if args.seeds_per_round is not None else SequentialDesign.step
+        design = SequentialDesign(first=first, step=step, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
     spec = comparison.CompareSpec(
         preset=preset,
@@ -276,7 +279,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,
         out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
-        margins={k: m for k, m in parse_margins(args.margin).items() if DEFAULT_MARGINS[k] != m},
+        margins={k: m for k, m in parse_margins(_margin_text(args.margin)).items() if DEFAULT_MARGINS[k] != m},
         design=design,
         analysis=args.analysis or (comparison.DEFAULT_JOB_ANALYSIS if default_job else comparison.DEFAULT_ANALYSIS),
         metric=args.metric,
@@ -286,11 +289,49 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     return spec, default_job
 
 
+def _check_no_idle_options(args: argparse.Namespace, overrides: list[str]) -> None:
+    """Options that would do nothing in the mode asked for are refused, with the reason: the sequential
+    design's options without --until-decided, a ``seed=`` override (every run's seed comes from --first-seed
+    and its place in the grid)."""
+    from embtie.errors import ConfigError
+
+    if not args.until_decided:
+        for flag, value in (("--max-seeds", args.max_seeds), ("--seeds-per-round", args.seeds_per_round)):
+            if value is not None:
+                raise ConfigError(
+                    f"{flag} {value} is an option of --until-decided (the rounds of a sequential design); add "
+                    f"--until-decided, or give the number of seeds with --seeds"
+                )
+    for o in overrides:
+        if o.split("=", 1)[0].strip() == "seed":
+            raise ConfigError(
+                f"{o!r} has no effect in a comparison: its runs take the seeds --first-seed, --first-seed + 1, ...; "
+                "give --first-seed N instead"
+            )
+
+
+def _margin_text(given: list[str] | None) -> str | None:
+    """The --margin options (repeatable, each METRIC=VALUE[%],...) as one list; a metric given twice is
+    refused (the last would silently win)."""
+    from embtie.errors import ConfigError
+
+    if not given:
+        return None
+    items = [i.strip() for text in given for i in text.split(",")]
+    if not all(items):
+        raise ConfigError(f"--margin {','.join(given)!r} has an empty item; write --margin valid_ppl=1%,bleu=0.5")
+    keys = [i.partition("=")[0].strip() for i in items]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ConfigError(f"--margin gives {twice} more than once; keep one margin per metric")
+    return ",".join(items)
+
+
 def _check_before_writing(spec: CompareSpec) -> None:
     """Everything a comparison can be refused for, before it writes anything: every planned config
     (``comparison.plan``), the output folder, and the data each distinct data section trains on."""
     from embtie import comparison, tasks
-    from embtie.commands.common import check_out_dir
+    from embtie.commands.common import check_out_dir, warn_held_out_copies
 
     runs = comparison.plan(spec)
     check_out_dir(spec.out_dir)
@@ -299,6 +340,7 @@ def _check_before_writing(spec: CompareSpec) -> None:
         key = (r.cfg.task, r.cfg.data)
         if key not in checked:
             tasks.get(r.cfg.task).check_data(r.cfg)
+            warn_held_out_copies(r.cfg.data)
             checked.append(key)
 
 

@@ -67,9 +67,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
+    from embtie.data.download import check_mirror
     from embtie.data.install import get
 
+    check_mirror(args.mirror)
     splits = [s.strip() for item in args.split or [] for s in item.split(",") if s.strip()] or None
+    if args.split is not None and splits is None:
+        from embtie.errors import ConfigError
+
+        raise ConfigError(f"--split {args.split[-1]!r} names no split; give e.g. --split test, or leave it out for all")
     done = get(args.name, splits, mirror=args.mirror, say=lambda line: print(line, flush=True))
     if done.added:
         print(f"{args.name}: {len(done.added)} file(s) added under {done.root}"
@@ -102,6 +108,11 @@ def _verify(args: argparse.Namespace) -> int:
             else:
                 print(f"ok {p}")
     print(f"{checked} file(s) checked, {bad} mismatch(es)")
+    if checked == 0:
+        from embtie.errors import DataError
+
+        which = args.name or "any dataset"
+        raise DataError(f"no file of {which} is here to verify; bring it with `embtie data get {args.name or 'NAME'}`")
     return 1 if bad else 0
 
 

@@ -55,13 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam",
-        type=number_arg(int, "--beam", ge=1),
+        type=number_arg(int, "--beam", ge=1, most=1000),
         default=None,
         help="translation: beam width (default: the run's)",
     )
     parser.add_argument(
         "--lenpen",
-        type=number_arg(float, "--lenpen", ge=0),
+        type=number_arg(float, "--lenpen", ge=0, most=100),
         default=None,
         help="translation: length penalty (default: the run's)",
     )

@@ -36,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a strategy option, e.g. fixed.logit_scale=learned (repeatable)",
     )
     parser.add_argument(
-        "--steps", type=number_arg(int, "--steps", ge=1), default=300, help="optimizer steps per strategy (default 300)"
+        "--steps",
+        type=number_arg(int, "--steps", ge=1, most=100_000_000),
+        default=300,
+        help="optimizer steps per strategy (default 300)",
     )
     parser.add_argument(
         "--out", type=path_arg("--out"), default=None, help="output folder (default runs/hf-compare-<config name>)"
@@ -46,20 +49,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_corpus_arguments(parser)
     parser.add_argument(
-        "--block", type=number_arg(int, "--block", ge=1), default=64, help="tokens per example (default 64)"
+        "--block",
+        type=number_arg(int, "--block", ge=1, most=1_000_000),
+        default=64,
+        help="tokens per example (default 64)",
     )
     parser.add_argument(
-        "--batch-size", type=number_arg(int, "--batch-size", ge=1), default=16, help="examples per step (default 16)"
+        "--batch-size",
+        type=number_arg(int, "--batch-size", ge=1, most=100_000),
+        default=16,
+        help="examples per step (default 16)",
     )
     parser.add_argument(
         "--lr",
-        type=number_arg(float, "--lr", gt=0),
+        type=number_arg(float, "--lr", gt=0, most=10),
         default=3e-3,
         help="peak learning rate, AdamW + cosine (default 3e-3)",
     )
     parser.add_argument(
         "--warmup-steps",
-        type=number_arg(int, "--warmup-steps", ge=0),
+        type=number_arg(int, "--warmup-steps", ge=0, most=100_000_000),
         default=30,
         help="linear warmup steps (default 30)",
     )
@@ -120,28 +129,52 @@ def parse_options(items: list[str]) -> dict[str, dict]:
         strategy, dot, option = key.partition(".")
         if not sep or not dot or not strategy or not option:
             raise ConfigError(f"--option {item!r} must look like STRATEGY.KEY=VALUE, e.g. fixed.logit_scale=learned")
+        if option in out.get(strategy, {}):
+            raise ConfigError(f"--option {strategy}.{option} is given twice; keep one value")
         out.setdefault(strategy, {})[option] = parse_scalar(value)
     return out
+
+
+def check_choices(strategies: list[str], options: dict[str, dict], args: argparse.Namespace) -> None:
+    """Nothing given that would have no effect: an empty --strategies, an --option of a strategy that is not
+    compared, --text-column without --source (a ConfigError naming it and why)."""
+    from embtie.errors import ConfigError
+
+    if not strategies:
+        raise ConfigError(f"--strategies {args.strategies!r} lists no strategy; give e.g. --strategies tied,untied")
+    for name in options:
+        if name not in strategies:
+            raise ConfigError(
+                f"--option {name}.{next(iter(options[name]))}=... is for strategy {name!r}, which --strategies "
+                f"({','.join(strategies)}) does not compare; add {name} to --strategies or leave the option out"
+            )
+    if args.text_column != "text" and args.source is None:
+        raise ConfigError("--text-column names a column of --source hf:...; give --source or leave it out")
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from embtie import cheap
+    from embtie.commands.common import warn_held_out_copies
     from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
     from embtie.tasks.lm.config import LMDataConfig
 
     data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
                         source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
     corpus = data.corpus()
+    warn_held_out_copies(data)
 
     def tokens(given: int | None) -> int | None:  # EMBTIE_CHEAP: a slice of the data (embtie.cheap)
         return cheap.cap(given or cheap.HF_TOKENS, cheap.HF_TOKENS) if cheap.enabled() else given
 
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    options = parse_options(args.option)
+    check_choices(strategies, options, args)
     cfg = HFCompareConfig(
         model_config=args.model_config,
-        strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
-        options=parse_options(args.option),
+        strategies=strategies,
+        options=options,
         out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
         dataset=corpus if corpus.own or corpus.tokenizer != "word" else args.dataset,
         steps=cheap.cap(args.steps, cheap.HF_STEPS),

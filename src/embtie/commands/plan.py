@@ -24,7 +24,7 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from embtie.commands.common import number_arg
+    from embtie.commands.common import MAX_SEEDS, number_arg
     from embtie.planning import hardware
 
     parser.add_argument(
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"one of {', '.join(hardware.NAMES)} (cpu:N = N cores, one single-threaded run each)",
     )
     parser.add_argument(
-        "--gpus", type=number_arg(int, "--gpus", ge=1), default=None,
+        "--gpus", type=number_arg(int, "--gpus", ge=1, most=100_000), default=None,
         help="GPUs the grid runs on, one run each (default 1)",
     )  # fmt: skip
     parser.add_argument(
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the preset's own strategy)"
     )  # fmt: skip
     parser.add_argument(
-        "--seeds", type=number_arg(int, "--seeds", ge=1), default=None,
+        "--seeds", type=number_arg(int, "--seeds", ge=1, most=MAX_SEEDS), default=None,
         help="runs per strategy (default: 1 for a preset, `embtie compare`'s default with --strategies)",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")

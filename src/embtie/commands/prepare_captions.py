@@ -37,11 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the first N images (flickr8k: sorted by name; mscoco: list order)")  # fmt: skip
     parser.add_argument(
         "--batch-size",
-        type=number_arg(int, "--batch-size", ge=1),
+        type=number_arg(int, "--batch-size", ge=1, most=100_000),
         default=16,
         help="images per encoder batch (default: 16)",
     )
-    parser.add_argument("--threads", type=number_arg(int, "--threads", ge=1), help="CPU threads (default: torch's)")
+    parser.add_argument(
+        "--threads", type=number_arg(int, "--threads", ge=1, most=1024), help="CPU threads (default: torch's)"
+    )
 
 
 def image_names(args: argparse.Namespace, images: Path) -> list[str]:

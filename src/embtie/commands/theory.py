@@ -21,17 +21,32 @@ EXAMPLES = (
 )
 
 
+MAX_TABLE = 2**28
+"""the largest V x d table theory builds per strategy (1 GiB in float32)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--vocab", type=number_arg(int, "--vocab", ge=2), default=10000, help="vocabulary size V (default: PTB's 10000)"
+        "--vocab",
+        type=number_arg(int, "--vocab", ge=2, most=10_000_000),
+        default=10000,
+        help="vocabulary size V (default: PTB's 10000)",
     )
-    parser.add_argument("--dim", type=number_arg(int, "--dim", ge=1), default=256, help="model width d (default 256)")
+    parser.add_argument(
+        "--dim", type=number_arg(int, "--dim", ge=1, most=100_000), default=256, help="model width d (default 256)"
+    )
     parser.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
     parser.add_argument(
-        "--tokens", type=number_arg(int, "--tokens", ge=2), default=20000, help="real-text tokens for the measured loss"
+        "--tokens",
+        type=number_arg(int, "--tokens", ge=2, most=10_000_000),
+        default=20000,
+        help="real-text tokens for the measured loss",
     )
     parser.add_argument(
-        "--trials", type=number_arg(int, "--trials", ge=1), default=4000, help="random mixtures for the property checks"
+        "--trials",
+        type=number_arg(int, "--trials", ge=1, most=100_000),
+        default=4000,
+        help="random mixtures for the property checks",
     )
     parser.add_argument("--seed", type=number_arg(int, "--seed", ge=0), default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -44,7 +59,13 @@ def _fmt_bool(b: bool | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from embtie import sharing
     from embtie.analysis.theory import theory_report
+    from embtie.errors import ConfigError
 
+    if args.vocab * args.dim > MAX_TABLE:
+        raise ConfigError(
+            f"--vocab {args.vocab:,} x --dim {args.dim:,} is a table of {args.vocab * args.dim * 4 / 2**30:.0f} GiB "
+            f"per strategy; give a smaller --vocab or --dim (at most {MAX_TABLE:,} entries)"
+        )
     names = None
     if args.strategies:
         names = [n.strip() for n in args.strategies.split(",") if n.strip()]

@@ -40,13 +40,15 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from embtie import tasks
-    from embtie.commands.common import check_out_dir
+    from embtie.commands.common import check_out_dir, removed_if_refused, warn_held_out_copies
     from embtie.training import train
 
     # before anything is written: a bad --out or missing/corrupted data leaves no half-made run directory
     check_out_dir(Path(args.out))
     tasks.get(cfg.task).check_data(cfg)
-    summary = train(cfg, args.out)
+    warn_held_out_copies(cfg.data)
+    with removed_if_refused(Path(args.out)):
+        summary = train(cfg, args.out)
     import os
 
     if int(os.environ.get("RANK", "0")) == 0:

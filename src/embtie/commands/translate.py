@@ -15,13 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=path_arg("RUN_DIR"), metavar="RUN_DIR")
     parser.add_argument(
         "--beam",
-        type=number_arg(int, "--beam", ge=1),
+        type=number_arg(int, "--beam", ge=1, most=1000),
         default=None,
         help="beam width (1: greedy; default: the run's data.beam)",
     )
     parser.add_argument(
         "--lenpen",
-        type=number_arg(float, "--lenpen", ge=0),
+        type=number_arg(float, "--lenpen", ge=0, most=100),
         default=None,
         help="length penalty (default: the run's data.lenpen)",
     )

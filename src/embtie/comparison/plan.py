@@ -238,8 +238,10 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
     return label, name, options
 
 
-def plan(spec: CompareSpec) -> list[PlannedRun]:
-    """Validated configs of every strategy x seed (a ConfigError names the first bad one)."""
+def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
+    """Validated configs of every strategy x seed (a ConfigError names the first bad one); with ``folders``,
+    every run folder that exists already must hold its planned run (``check_reused``; ``embtie plan``, which
+    trains nothing, passes False)."""
     from embtie import sharing
 
     if spec.seeds < 1:
@@ -250,6 +252,12 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
         raise ConfigError("--strategies is empty; give e.g. --strategies tied,untied")
     for label in spec.strategies:
         sharing.get(spec.variants.get(label, (label, {}))[0])  # ConfigError listing the valid names
+        if label in spec.variants and label in sharing.names():
+            name = spec.variants[label][0]
+            raise ConfigError(
+                f"--strategies {spec.strategy_text(label)}: the label {label!r} is the name of a strategy, so the "
+                f"report would call this {name} variant {label}; give it a label of its own, e.g. {name}-variant"
+            )
     if len(set(spec.strategies)) != len(spec.strategies):
         raise ConfigError(f"--strategies lists a strategy twice: {','.join(spec.strategies)}")
     user_opts = [o for o in spec.overrides if o.split("=", 1)[0].startswith("sharing.")]
@@ -274,6 +282,36 @@ def plan(spec: CompareSpec) -> list[PlannedRun]:
             cfg = cfg.replace({"train.progress": False})
             level = analysis_level(spec.analysis, cfg)
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
+    for r in runs if folders else []:
+        check_reused(r, spec)
     return runs
 
 
+_TELLING_KEYS = ("task", "data.dataset", "model.name", "sharing.name", "seed")
+"""config keys named first when a reused run folder differs in several (else the first in key order)."""
+
+
+def check_reused(r: PlannedRun, spec: CompareSpec) -> None:
+    """A run folder that exists already must hold the run the comparison asks for (its preset, strategy, seed
+    and overrides): otherwise a ConfigError naming the first difference, so that another comparison's runs are
+    never reported (or skipped as trained) under this one's name."""
+    from embtie.config import config_from_dict, read_yaml_mapping
+    from embtie.training.preparation import config_diff
+
+    path = r.run_dir / "config.yaml"
+    if not path.is_file():
+        return
+    try:
+        saved = config_from_dict(read_yaml_mapping(path, "run config"))
+    except ConfigError as e:
+        raise ConfigError(f"{r.run_dir} cannot be reused by this comparison: {e}") from None
+    diff = config_diff(r.cfg.to_dict(), saved.to_dict())
+    if diff:
+        telling = [d for d in diff if d.split(":", 1)[0] in _TELLING_KEYS]  # what a reader recognises first
+        key, _, values = (telling or diff)[0].partition(": ")
+        asked, _, found = values.partition(" -> ")
+        raise ConfigError(
+            f"{r.run_dir} holds a run of another config than this comparison asks for ({key} is {found} there, "
+            f"{asked} here: {spec.preset} with these overrides); compare into a new --out, or repeat the command "
+            "that made that folder"
+        )

@@ -4,6 +4,7 @@ which reads one and applies ``key=value`` overrides."""
 from __future__ import annotations
 
 import copy
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,16 @@ def preset_names() -> list[str]:
 def read_spec(spec: str | Path) -> dict[str, Any]:
     """The raw dict of a preset name or a YAML file path."""
     p = Path(spec).expanduser()
-    if p.suffix in (".yaml", ".yml") or p.is_file():
+    preset = "/" not in str(spec) and str(spec) in preset_names()
+    if p.suffix in (".yaml", ".yml") or (p.exists() and not preset) or "/" in str(spec):
         if p.is_dir():
             raise ConfigError(f"config file {p} is a folder; give a YAML file or a preset name")
+        if p.exists() and not p.is_file():
+            raise ConfigError(f"config file {p} is not a regular file (a device or a pipe); give a YAML file")
         if not p.is_file():
             raise ConfigError(f"config file {p} does not exist; give a preset name ({', '.join(preset_names())})")
+        if not os.access(p, os.R_OK):
+            raise ConfigError(f"config file {p} exists but cannot be read (permission denied); check its permissions")
     else:
         p = presets_dir() / f"{spec}.yaml"
         if not p.is_file():
@@ -42,6 +48,25 @@ def read_spec(spec: str | Path) -> dict[str, Any]:
                 f"{', '.join(preset_names())} or a .yaml path"
             )
     return read_yaml_mapping(p, "config file")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise _DuplicateKey(f"key {key!r} is given twice (lines {seen[key]} and {line}); keep one")
+            if isinstance(key, str | int | float | bool):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(Exception):
+    """A mapping of a YAML file with a key given twice (the message names it and both lines)."""
 
 
 def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
@@ -61,7 +86,9 @@ def read_yaml_mapping(path: str | Path, what: str = "config file") -> dict[str, 
     if "\x00" in text:
         raise ConfigError(f"{what} {p} is a binary file, not YAML text")
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)
+    except _DuplicateKey as e:
+        raise ConfigError(f"{what} {p}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)  # foreign: a yaml.YAMLError (marked ones have it)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -186,6 +186,10 @@ def config_from_dict(raw: dict[str, Any]) -> RunConfig:
     return cfg
 
 
+CHECK_IN_MEMORY_DIM = 2**20
+"""the widest strategy ``check_strategy`` builds in memory when it cannot be built on the meta device (8 MB)."""
+
+
 def check_strategy(cfg: RunConfig) -> None:
     """Build the strategy once with a 2-token vocabulary, so that a bad option value (``logit_scale=banana``)
     is a ConfigError when the config is read, before anything is written or any data is loaded."""
@@ -197,7 +201,12 @@ def check_strategy(cfg: RunConfig) -> None:
     if not isinstance(dim, int) or dim < 1:
         return
     with torch.random.fork_rng(devices=[]):
-        sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
+        try:  # on the meta device: a width of 10^9 must not allocate 8 GB to check an option
+            with torch.device("meta"):
+                sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
+        except (RuntimeError, NotImplementedError):  # a strategy that reads its own tensors while it is built
+            if dim <= CHECK_IN_MEMORY_DIM:
+                sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
 
 
 def from_dict(cls: type, raw: Any, where: str, context: str = "") -> Any:

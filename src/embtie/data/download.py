@@ -17,10 +17,11 @@ import errno
 import hashlib
 import logging
 import os
+import re
 from pathlib import Path
 
 from embtie.data.catalogue import Source
-from embtie.data.files import user_data_cache
+from embtie.data.files import sha256_of, user_data_cache
 from embtie.errors import DataError
 
 MIRROR_ENV = "EMBTIE_DATA_MIRROR"
@@ -39,10 +40,24 @@ def cache_path(source: Source, dataset: str) -> Path:
 
 def resolve_url(url: str, mirror: str | None = None) -> str:
     """``url``, or its place on the mirror (``mirror`` or ``$EMBTIE_DATA_MIRROR``): MIRROR/HOST/PATH."""
-    mirror = mirror or os.environ.get(MIRROR_ENV) or None
+    mirror = check_mirror(mirror)
     if not mirror:
         return url
     return mirror.rstrip("/") + "/" + url.split("://", 1)[-1]
+
+
+def check_mirror(mirror: str | None) -> str | None:
+    """The mirror to use (``mirror``, else ``$EMBTIE_DATA_MIRROR``, else None), checked to be a URL: a
+    DataError naming it otherwise (not a cache or network problem)."""
+    given = mirror
+    mirror = mirror or os.environ.get(MIRROR_ENV) or None
+    if mirror and not re.fullmatch(r"(https?|ftp|sftp)://[^/\s]+.*", mirror.strip()):
+        where = "--mirror" if given else f"${MIRROR_ENV}"
+        raise DataError(
+            f"{where} {mirror!r} is not a URL: give the address of a mirror, e.g. http://127.0.0.1:8000 or "
+            "https://example.org/embtie-mirror (it must hold each file under HOST/PATH)"
+        )
+    return mirror
 
 
 def git_blob_id(path: Path) -> str:
@@ -78,7 +93,7 @@ def fetch(source: Source, dataset: str, mirror: str | None = None, progress: boo
             downloader=pooch.HTTPDownloader(progressbar=progress, timeout=TIMEOUT_S),
         ))  # fmt: skip
     except Exception as e:  # requests' and pooch's errors, and OSError: each becomes one line
-        raise download_error(e, source, url, target, dataset) from None
+        raise (wrong_file_error(source, target) or download_error(e, source, url, target, dataset)) from None
     finally:
         logger.setLevel(level)
     check_other_sums(got, source, url)
@@ -99,6 +114,20 @@ def check_other_sums(path: Path, source: Source, url: str) -> None:
                 f"checksum mismatch: {url} served bytes whose {kind} is {got}, not the pinned {want}; the file was "
                 "removed: the source changed or a proxy altered it; try again later or from a mirror (--mirror URL)"
             )
+
+
+def wrong_file_error(source: Source, target: Path) -> DataError | None:
+    """When the download failed and a file with the wrong sha256 sits where an earlier message said to put the
+    download by hand: a DataError saying that file is not the one expected (never the same advice again)."""
+    if not (source.sha256 and target.is_file()):
+        return None
+    have = sha256_of(target)
+    if have == source.sha256:
+        return None
+    return DataError(
+        f"{target} is not the file expected there ({target.stat().st_size:,} bytes, sha256 {have[:12]}..., expected "
+        f"{source.sha256[:12]}...): it is not {source.url}; remove it and download that URL to this path again"
+    )
 
 
 def download_error(e: Exception, source: Source, url: str, target: Path, dataset: str) -> DataError:
@@ -123,6 +152,10 @@ def download_error(e: Exception, source: Source, url: str, target: Path, dataset
                          "again")  # fmt: skip
     if isinstance(e, requests.exceptions.Timeout):
         return DataError(f"the download of {url} timed out; nothing was kept: run the command again, or {by_hand}")
+    if isinstance(
+        e, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema | requests.exceptions.InvalidSchema
+    ):
+        return DataError(f"{url!r} is not a URL that can be downloaded ({_reason(e)}); check --mirror or {MIRROR_ENV}")
     if isinstance(e, requests.exceptions.ConnectionError):
         host = url.split("://", 1)[-1].split("/", 1)[0]
         return DataError(f"cannot reach {host} ({_reason(e)}): no network, or the server is down; {by_hand}")

@@ -179,8 +179,12 @@ def user_file(path: str | os.PathLike[str], what: str) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         raise DataError(f"{what} {p} is a folder; give the path of a text file")
+    if p.exists() and not p.is_file():
+        raise DataError(f"{what} {p} is not a regular file (a device or a pipe); give the path of a text file")
     if not p.is_file():
         raise DataError(f"{what} {p} does not exist; give the path of an existing text file")
+    if not os.access(p, os.R_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise DataError(f"{what} {p} exists but cannot be read (permission denied); check its permissions")
     return p
 
 

@@ -24,13 +24,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import Tensor
 
 from embtie import progress
 from embtie.data.subwords import cache_root
 from embtie.errors import DataError
 from embtie.models.image_encoders import CAPTION_EXTRA, ImageEncoder
+from embtie.rundir import checkpoints
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _COCO_RELEASE = re.compile(r"COCO_([a-z]+[0-9]{4})_")
@@ -139,8 +140,13 @@ def _write_shard(cache_dir: Path, index: int, names: list[str], spatial: Tensor)
     final = cache_dir / f"shard-{index:05d}.safetensors"
     tmp = cache_dir / f".tmp-{final.name}"
     tensors = {"spatial": spatial.to(torch.float16).contiguous(), "pooled": spatial.mean(1).contiguous()}
-    save_file(tensors, str(tmp), metadata={"names": json.dumps(names)})
-    os.replace(tmp, final)
+    try:
+        checkpoints.save_tensors(tensors, tmp, metadata={"names": json.dumps(names)})
+        load_file(str(tmp))  # read back before it is renamed into place: a short write is never read as a shard
+        os.replace(tmp, final)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @dataclass

@@ -8,6 +8,7 @@ so ``decode(encode(text))`` gives the (normalized) text back: outputs come out d
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -109,8 +110,9 @@ def train_subwords(
     root = cache_dir or cache_root() / "subwords"
     final = root / f"spm-{_fingerprint(texts, options)}"
     model = final / "spm.model"
-    if model.is_file():
+    if model.is_file() and _loads(model):
         return _noted_if_smaller(model, vocab_size)
+    shutil.rmtree(final, ignore_errors=True)  # a damaged entry (a short write of older code) is made again
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".spm-", dir=root))
     try:
@@ -128,12 +130,21 @@ def train_subwords(
             num_threads=1,
             minloglevel=2,
         )
+        if not _loads(tmp / "spm.model"):  # read back before it is renamed into place: never a short write
+            free = shutil.disk_usage(root).free
+            raise OSError(errno.EIO, f"the written model does not load back; {free:,} bytes free there", str(tmp))
         try:
             tmp.rename(final)
         except OSError:  # another process finished first: use theirs
             shutil.rmtree(tmp, ignore_errors=True)
     except Exception as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) or "No space left" in str(e) or "os error" in str(e).lower():
+            reason = (e.strerror if isinstance(e, OSError) else None) or e
+            raise DataError(
+                f"could not write the subword model into the cache {root} ({reason}); "
+                "free space there (or point EMBTIE_CACHE at a disk with room), then run the same command"
+            ) from None
         need = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(e))
         if need:  # the text has more distinct characters than vocab_size leaves room for
             raise DataError(
@@ -142,6 +153,15 @@ def train_subwords(
             ) from None
         raise
     return _noted_if_smaller(model, vocab_size)
+
+
+def _loads(model: Path) -> bool:
+    """Whether ``model`` is a SentencePiece model that loads (a truncated file does not)."""
+    try:
+        spm.SentencePieceProcessor(model_file=str(model))
+    except (OSError, RuntimeError):
+        return False
+    return True
 
 
 def _noted_if_smaller(model: Path, vocab_size: int) -> Path:

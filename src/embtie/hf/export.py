@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from embtie.errors import ConfigError
 from embtie.hf.families import FAMILIES, Family, attribute_paths, model_embed_scale
 from embtie.hf.fold import Folded, NotFoldableError, fold
 from embtie.hf.patch import sharing_of
@@ -111,6 +112,11 @@ def export(model: nn.Module, out_dir: str | Path) -> ExportResult:
     nonzero output bias (the bias option, distance's -||e_i||^2/2) for families whose lm_head has no bias.
     Memory: float64 copies of the sharing object's tensors are made while folding.
     """
+    if isinstance(model, str | Path):
+        raise ConfigError(
+            f"export() takes the model, not a path ({str(model)!r}): load a saved model with "
+            f"embtie.hf.load({str(model)!r}) first, then export(model, out_dir)"
+        )
     sharing = sharing_of(model)
     fam = FAMILIES[model.config.embtie["model_type"]]
     folded = fold(sharing)

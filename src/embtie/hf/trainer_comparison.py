@@ -177,11 +177,19 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
     trainer = transformers.Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=valid_ds)
     trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
     trainer.add_callback(_progress_callback(transformers, log))
+    trainer.add_callback(_finite_callback(transformers, sharing_of(model), strategy, cfg.lr))
     start = trainer.evaluate()["eval_loss"]
     t0 = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - t0
     end = trainer.evaluate()["eval_loss"]
+    if not math.isfinite(end):
+        from embtie.training.nonfinite import NonFiniteError
+
+        raise NonFiniteError(
+            f"strategy {strategy}: the validation loss after training is {end} (training diverged); lower --lr "
+            f"(now {cfg.lr:g}), then run the command again"
+        )
     log = [(h["step"], h["loss"]) for h in trainer.state.log_history if "loss" in h]
     s = sharing_of(model)
     result = {
@@ -191,8 +199,8 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
         "steps": trainer.state.global_step,
         "valid_loss_start": start,
         "valid_loss": end,
-        "valid_ppl_start": math.exp(start),
-        "valid_ppl": math.exp(end),
+        "valid_ppl_start": _ppl(start),
+        "valid_ppl": _ppl(end),
         "train_loss_first": log[0][1] if log else None,
         "train_loss_last": log[-1][1] if log else None,
         "train_log": log,
@@ -204,6 +212,29 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
     if cfg.save_models:
         model.save_pretrained(out / "model")
     return result
+
+
+def _ppl(loss: float) -> float:
+    """exp(loss), inf past what a float holds (a diverged run's perplexity, not an OverflowError)."""
+    return math.exp(loss) if loss < 709 else math.inf
+
+
+def _finite_callback(transformers, shared, strategy: str, lr: float):
+    """Stop on the first step after which the output matrix is not finite (a non-finite loss or gradient
+    reaches every weight in that step), as ``embtie train`` does: a NonFiniteError naming the step and the
+    fix, never results of NaN with exit status 0."""
+    from embtie.training.nonfinite import NonFiniteError
+
+    class Finite(transformers.TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if not bool(torch.isfinite(shared.weight).all()):
+                raise NonFiniteError(
+                    f"strategy {strategy}: the weights are not finite after step {state.global_step} (the loss or "
+                    f"its gradient diverged); nothing was written for it: lower --lr (now {lr:g}) or the warmup's "
+                    "peak, then run the command again"
+                )
+
+    return Finite()
 
 
 def _progress_callback(transformers, log):

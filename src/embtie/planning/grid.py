@@ -97,7 +97,7 @@ def _configs(
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
     )
     out: dict[str, tuple[str, RunConfig, int]] = {}
-    for r in comparison.plan(spec):
+    for r in comparison.plan(spec, folders=False):
         label, cfg, n = out.get(r.strategy, (r.strategy, r.cfg, 0))
         out[r.strategy] = (label, cfg, n + 1)
     return list(out.values())

@@ -79,6 +79,10 @@ for which the measurements in ``planning.measured`` are used."""
 NAMES = (*GPUS, "cpu:N")
 
 
+MAX_CORES = 1_000_000
+"""the most CPU cores ``cpu:N`` plans for (a bound a machine, or a cluster of them, can honour)."""
+
+
 def parse(text: str, gpus: int | None = None) -> Hardware:
     """``h100``, ``a100``, ``h200`` (with ``gpus`` devices, default 1) or ``cpu:N`` (N cores); a ConfigError
     with a did-you-mean otherwise."""
@@ -90,8 +94,8 @@ def parse(text: str, gpus: int | None = None) -> Hardware:
         if gpus is not None:
             raise ConfigError("--gpus is for a GPU; give CPU cores as cpu:N")
         cores = int(m.group(1) or 1)
-        if cores < 1:
-            raise ConfigError(f"--hardware {text}: give at least one core (cpu:N, N >= 1)")
+        if cores < 1 or cores > MAX_CORES:
+            raise ConfigError(f"--hardware {text}: give at least one core and at most {MAX_CORES:,} (cpu:N)")
         return replace(CPU_CORE, devices=cores)
     if key in GPUS:
         return replace(GPUS[key], devices=gpus or 1)

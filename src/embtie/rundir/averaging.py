@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import Tensor
 
 from embtie.errors import ConfigError
@@ -77,9 +77,22 @@ def average_checkpoints(run_dir: str | Path, last: int) -> Path:
     out = Path(run_dir) / checkpoints.CKPT / f"{AVERAGED_PREFIX}{last}"
     tmp = out.with_name(f".tmp-{out.name}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file({k: v.contiguous() for k, v in avg.items()}, str(tmp / "model.safetensors"))
-    (tmp / "sources.json").write_text(json.dumps({"averaged": [p.name for p in chosen]}, indent=1), encoding="utf-8")
+    try:
+        tmp.mkdir(parents=True)
+        checkpoints.save_tensors({k: v.contiguous() for k, v in avg.items()}, tmp / "model.safetensors")
+        sources = json.dumps({"averaged": [p.name for p in chosen]}, indent=1)
+        (tmp / "sources.json").write_text(sources, encoding="utf-8")
+    except OSError as e:  # a full disk: nothing half-written is left, the checkpoints are untouched
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise checkpoints.CheckpointError(
+            f"could not write {out} ({e.strerror or e}; {_size(avg)} needed); free space, then run the same command"
+        ) from None
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return out
+
+
+def _size(tensors: dict[str, torch.Tensor]) -> str:
+    """The bytes ``tensors`` take on disk, in words (``12.3 MB``)."""
+    n = sum(t.numel() * t.element_size() for t in tensors.values())
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n:,} bytes"

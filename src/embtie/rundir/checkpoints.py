@@ -18,15 +18,19 @@ the previous checkpoint intact and pointed to.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, save_file, save_model
 from torch import Tensor, nn
@@ -42,14 +46,43 @@ class CheckpointError(EmbtieError):
 
 
 def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (str as UTF-8, or bytes) to ``path`` through a temporary file and ``os.replace``."""
+    """Write ``text`` (str as UTF-8, or bytes) to ``path`` through a temporary file and ``os.replace``; a
+    failed write (a full disk) removes the temporary file and raises the OSError."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    if isinstance(text, bytes):
-        tmp.write_bytes(text)
-    else:
-        tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def os_errors(path: Path) -> Iterator[None]:
+    """safetensors reports a failed write (``No space left on device``) as a SafetensorError naming the OS
+    error code; raise it as the OSError it is (naming ``path``), so that callers and the command line treat
+    a full disk as the ordinary error it is."""
+    try:
+        yield
+    except SafetensorError as e:
+        m = re.search(r"(?:code: |os error )(\d+)", str(e))
+        if m is None:
+            raise
+        code = int(m.group(1))
+        raise OSError(code, os.strerror(code), str(path)) from None
+
+
+def save_tensors(tensors: dict[str, Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+    """``safetensors.torch.save_file`` with a failed write raised as an OSError (``os_errors``)."""
+    with os_errors(path):
+        save_file(tensors, str(path), metadata=metadata)
+
+
+def save_model_file(model: nn.Module, path: Path) -> None:
+    """``safetensors.torch.save_model`` (shared tensors stored once) with a failed write raised as an OSError."""
+    with os_errors(path):
+        save_model(model, str(path))
 
 
 def latest(run_dir: Path) -> Path | None:
@@ -58,7 +91,13 @@ def latest(run_dir: Path) -> Path | None:
     p = root / LATEST
     if not p.is_file():
         return None
-    d = root / p.read_text(encoding="utf-8").strip()
+    try:
+        name = p.read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError:  # damaged: the newest step checkpoint on disk is found by ``candidates``
+        return None
+    if not name or "/" in name or "\x00" in name:
+        return None
+    d = root / name
     return d if (d / "state.json").is_file() else None
 
 
@@ -119,8 +158,12 @@ def save_named(run_dir: Path, name: str, model: nn.Module, info: dict[str, Any])
     d = Path(run_dir) / CKPT / name
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".model.safetensors.tmp{os.getpid()}"
-    save_model(model, str(tmp))
-    os.replace(tmp, d / "model.safetensors")
+    try:
+        save_model_file(model, tmp)
+        os.replace(tmp, d / "model.safetensors")
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     write_atomic(d / "info.json", json.dumps(info, indent=1))
     return d
 
@@ -138,7 +181,7 @@ def begin(run_dir: Path, step: int) -> Path:
 
 
 def save_rank(d: Path, rank: int, tensors: dict[str, Tensor]) -> None:
-    save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(d / f"rank{rank}.safetensors"))
+    save_tensors({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, d / f"rank{rank}.safetensors")
 
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer | dict[str, Any]) -> tuple[dict[str, Tensor], dict[str, Any]]:
@@ -177,7 +220,7 @@ def commit(
 ) -> Path:
     """Write the shared files into the temporary folder of ``step``, move it into place, point
     ``latest`` at it, and remove older checkpoints (keeping ``keep``). Rank 0 only."""
-    save_model(model, str(tmp_dir(run_dir, step) / "model.safetensors"))
+    save_model_file(model, tmp_dir(run_dir, step) / "model.safetensors")
     return commit_gathered(run_dir, step, None, optimizer.state_dict(), state, keep=keep)
 
 
@@ -193,9 +236,9 @@ def commit_gathered(
     name (None: model.safetensors is already written), ``optim_state`` keyed by parameter index."""
     d = tmp_dir(run_dir, step)
     if weights is not None:
-        save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(d / "model.safetensors"))
+        save_tensors({k: v.detach().cpu().contiguous() for k, v in weights.items()}, d / "model.safetensors")
     tensors, meta = optimizer_tensors(optim_state)
-    save_file(tensors, str(d / "optim.safetensors"))
+    save_tensors(tensors, d / "optim.safetensors")
     (d / "state.json").write_text(json.dumps({**state, "optimizer": meta}, indent=1), encoding="utf-8")
     root = Path(run_dir) / CKPT
     final = root / f"step-{step:08d}"
@@ -250,7 +293,7 @@ def check_weights(model: nn.Module, tensors: dict[str, Tensor], ckpt: Path, use:
     if parts:
         raise CheckpointError(
             f"checkpoint {ckpt} does not fit this run's model ({'; '.join(parts)}): it was written for another "
-            f"strategy, width or vocabulary; {_misfit_advice(use)}"
+            f"strategy, width or vocabulary; {_fitting_advice(model, Path(ckpt), use) or _misfit_advice(use)}"
         )
     check_finite(tensors, ckpt, use)
 
@@ -339,6 +382,23 @@ def _older_advice(ckpt: Path, use: str) -> str:
     if others:
         return f"use an older checkpoint (--checkpoint {others[0]})"
     return "no other checkpoint of this run is left"
+
+
+def _fitting_advice(model: nn.Module, ckpt: Path, use: str) -> str | None:
+    """When another checkpoint of the same run fits ``model`` (read from the files' headers only): the advice
+    to use it, naming it; else None."""
+    for name in _others(ckpt):
+        path = ckpt.parent / name / "model.safetensors"
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (not a dict)
+        except (OSError, SafetensorError):
+            continue
+        if not misfit(model, shapes):
+            if use == "resume":
+                return f"the older checkpoint {name} fits: move {ckpt} away to resume from it"
+            return f"the older checkpoint {name} of this run fits: give --checkpoint {name}"
+    return None
 
 
 def _misfit_advice(use: str) -> str:

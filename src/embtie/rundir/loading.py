@@ -85,13 +85,23 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu", checkpoint
 
 
 def checkpoint_path(run_dir: str | Path, name: str | None) -> Path | None:
-    """A checkpoint folder of a run by name (``step-00001234``, ``avg-last5``, or a path); None: newest."""
+    """A checkpoint folder of a run by name (``step-00001234``, ``avg-last5``, or a path into the run's
+    checkpoints/ folder); None: newest. A checkpoint of another run is refused (a ConfigError naming the run it
+    belongs to): its results would be stored under this run's name."""
     if name is None:
         return None
-    for cand in (Path(run_dir) / checkpoints.CKPT / name, Path(name)):
-        if (cand / "model.safetensors").is_file():
-            return cand
-    have = [p.name for p in (Path(run_dir) / checkpoints.CKPT).glob("*") if (p / "model.safetensors").is_file()]
+    own = Path(run_dir) / checkpoints.CKPT
+    for cand in (own / name, Path(name).expanduser()):
+        if not (cand / "model.safetensors").is_file():
+            continue
+        if cand.resolve().parent == own.resolve():
+            return own / cand.resolve().name
+        other = cand.resolve().parent.parent
+        raise ConfigError(
+            f"--checkpoint {name} belongs to another run ({other}), not to {run_dir}: its results would be stored "
+            f"under this run's name; evaluate it in its own run: `embtie eval {other} --checkpoint {cand.name}`"
+        )
+    have = [p.name for p in own.glob("*") if (p / "model.safetensors").is_file()]
     raise ConfigError(f"no checkpoint {name!r} in {run_dir}; choose one of: {', '.join(sorted(have)) or 'none'}")
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import save_file
 from torch import nn
 
 from embtie import runtime
@@ -90,7 +89,7 @@ def save(
         elif rt.is_main:
             checkpoints.commit(out, step, model, optimizer, {**state.to_dict(), **extra}, keep=keep)
     except OSError as e:  # full disk, read-only folder, ...: the previous checkpoint stays as it was
-        raise _write_error(out, step, d, e) from e
+        raise _write_error(out, step, d, e, _bytes_needed(model)) from e
     runtime.barrier(rt)
 
 
@@ -107,16 +106,26 @@ def save_named(out: Path, name: str, model: nn.Module, info: dict[str, Any], rt:
     d = Path(out) / checkpoints.CKPT / name
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".model.safetensors.tmp{os.getpid()}"
-    save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp))
-    os.replace(tmp, d / "model.safetensors")
+    try:
+        checkpoints.save_tensors({k: v.contiguous() for k, v in weights.items()}, tmp)
+        os.replace(tmp, d / "model.safetensors")
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     checkpoints.write_atomic(d / "info.json", json.dumps(info, indent=1))
 
 
-def _write_error(out: Path, step: int, tmp: Path, e: OSError) -> checkpoints.CheckpointError:
+def _bytes_needed(model: nn.Module) -> int:
+    """About what one checkpoint takes on disk: the weights and two optimizer moments per weight."""
+    return 3 * sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def _write_error(out: Path, step: int, tmp: Path, e: OSError, needed: int) -> checkpoints.CheckpointError:
     shutil.rmtree(tmp, ignore_errors=True)
     prev = checkpoints.latest(out)
     return checkpoints.CheckpointError(
-        f"could not write the checkpoint of step {step} in {out} ({e.strerror or e}); "
+        f"could not write the checkpoint of step {step} in {out} ({e.strerror or e}; it takes about "
+        f"{needed / 1e6:.1f} MB); "
         + (f"the previous one, {prev.name}, is intact" if prev else "no earlier checkpoint exists")
         + "; free space or fix the folder, then run the same command to resume"
     )
