@@ -31,13 +31,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError, DataError
+from embtie.errors import ConfigError
 from embtie.schema import Rule, Setting
 from embtie.sharing.adaptive_clusters import ClusterLayout
 from embtie.sharing.adaptive_loss import adaptive_log_probs, adaptive_nll
 from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head
+from embtie.sharing.inputs import check_ids, ranges_checked
 from embtie.sharing.loss import IMPLS, check_targets
 from embtie.sharing.registry import get, register
 
@@ -152,23 +153,31 @@ class Adaptive(SharingStrategy):
         return self._within_cls._input_rows(self, x)  # the within strategy's input rule (l2norm: unit rows)
 
     def embed(self, ids: Tensor) -> Tensor:
-        """(...,) long token ids -> (..., d) vectors fed into the model."""
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"token ids must be integers (torch.long), not {ids.dtype}")
-        flat = ids.reshape(-1)
-        if flat.device.type == "cpu" and flat.numel():
-            lo, hi = int(flat.min()), int(flat.max())
-            if lo < 0 or hi >= self.vocab_size:
-                raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {self.vocab_size})")
+        """(...,) long token ids -> (..., d) vectors fed into the model (ids checked as ``inputs.check_ids``)."""
+        flat = check_ids(ids, self.vocab_size, self._weights_device()).reshape(-1)
         cl = self.layout.cluster_of(flat)
-        out = self.tables[0].new_zeros(flat.numel(), self.dim)
-        for i in range(self.layout.n_clusters):
-            rows = (cl == i).nonzero().squeeze(1)
-            if rows.numel():
-                x = self._cluster_inputs(i, flat.index_select(0, rows) - self.layout.bounds[i])
-                out = out.index_copy(0, rows, x.to(out.dtype))
+        if torch.compiler.is_compiling():
+            out = self._masked_inputs(flat, cl)
+        else:
+            out = self.tables[0].new_zeros(flat.numel(), self.dim)
+            for i in range(self.layout.n_clusters):
+                rows = (cl == i).nonzero().squeeze(1)
+                if rows.numel():
+                    x = self._cluster_inputs(i, flat.index_select(0, rows) - self.layout.bounds[i])
+                    out = out.index_copy(0, rows, x.to(out.dtype))
         out = out.view(*ids.shape, self.dim)
         return out * self.embed_scale if self.embed_scale != 1.0 else out
+
+    def _masked_inputs(self, flat: Tensor, cl: Tensor) -> Tensor:
+        """(N,) ids, (N,) their clusters -> (N, d) input vectors without data-dependent shapes (what
+        ``torch.compile`` traces): every cluster's rule runs on every token (ids clamped into the cluster)
+        and ``where`` keeps each token's own; the eager path gathers each cluster's tokens instead."""
+        out = self.tables[0].new_zeros(flat.numel(), self.dim)
+        for i in range(self.layout.n_clusters):
+            local = (flat - self.layout.bounds[i]).clamp(0, self.layout.size(i) - 1)
+            x = self._cluster_inputs(i, local).to(out.dtype)
+            out = torch.where((cl == i).unsqueeze(1), x, out)
+        return out
 
     def input_vectors(self) -> Tensor:
         """(V, d) the effective input vector of every token."""
@@ -240,9 +249,9 @@ class Adaptive(SharingStrategy):
         if not 0.0 <= label_smoothing <= 1.0:
             raise ConfigError(f"label_smoothing={label_smoothing!r} must be in [0, 1]")
         x, t = h.reshape(-1, self.dim), targets.reshape(-1)
-        if t.device.type == "cpu":
+        if ranges_checked(t):
             check_targets(t, self.vocab_size, ignore_index)
-        if impl == "plain" or label_smoothing > 0:
+        if impl == "plain" or label_smoothing > 0 or torch.compiler.is_compiling():  # traced: no per-cluster gathers
             lp = self.logits(x)
             return F.cross_entropy(lp, t, ignore_index=ignore_index, label_smoothing=label_smoothing)
         return adaptive_nll(self.cluster_logits, self.layout, x, t, ignore_index)

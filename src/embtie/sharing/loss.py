@@ -8,6 +8,12 @@ Two implementations give the same numbers (to float rounding) and the same gradi
 leaner in memory), except for tiny problems (at most AUTO_PLAIN_MAX_LOGITS logits, where memory
 does not matter and the chunk loop's fixed cost shows); set ``embtie.sharing.loss.DEFAULT_IMPL``
 to change the default.
+
+Under ``torch.compile`` every impl traces the ``plain`` formula: the compiler fuses the log-softmax,
+the gather and their backward into a few kernels around the two matmuls (so the graph has no break and
+compiled steps are as fast as eager ones), while the chunked loss's reused buffers, host-side token
+selection and hand-written backward are eager-only machinery the tracer cannot see through. The price
+is memory: a compiled step holds the N x V logits (and their gradient), as nanoGPT's does.
 """
 
 from __future__ import annotations
@@ -86,8 +92,8 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise ConfigError(f"label_smoothing={label_smoothing!r} must be in [0, 1]")
     x2, t1 = x.reshape(-1, x.shape[-1]), targets.reshape(-1)
-    if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
-        impl = "plain"
+    if torch.compiler.is_compiling() or (impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS):
+        impl = "plain"  # traced: the compiler fuses the plain formula (module docstring)
     # free on the CPU (the chunked loss checks its own there); on a GPU only with the flag (a host sync),
     # else the kernel's own assert catches an id out of range
     if (impl == "plain" or t1.device.type != "cpu") and ranges_checked(t1):
