@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from embtie.errors import ConfigError
+from embtie.errors import ConfigError, DataError
 from embtie.schema import Rule, Setting
 from embtie.sharing.adaptive_clusters import ClusterLayout
 from embtie.sharing.adaptive_loss import adaptive_log_probs, adaptive_nll
@@ -143,6 +143,27 @@ class Adaptive(SharingStrategy):
         if j is None:
             return None
         return (self.out_projections if output and self.out_projections is not None else self.projections)[j]
+
+    def check_frequency_order(self, counts: Tensor) -> None:
+        """A one-line ``DataError`` unless the vocabulary is cut where ``counts`` (V,) (each id's training
+        frequency) allow: every word of a cluster at least as frequent as every word of the next one (the order
+        within a cluster does not matter). For a vocabulary built outside embtie, whose order the strategy
+        cannot see; embtie's own LM vocabularies are sorted by frequency."""
+        c = torch.as_tensor(counts).reshape(-1)
+        if c.numel() != self.vocab_size:
+            raise DataError(
+                f"counts has {c.numel()} entries for a vocabulary of {self.vocab_size} ids; give one per id"
+            )
+        b = self.layout.bounds
+        for i in range(1, self.layout.n_clusters):
+            rarest, commonest = c[b[i - 1] : b[i]].min(), c[b[i] : b[i + 1]].max()
+            if commonest > rarest:
+                first = b[i] + int(c[b[i] : b[i + 1]].argmax())
+                raise DataError(
+                    f"strategy 'adaptive' needs ids sorted by decreasing frequency: id {first} (count "
+                    f"{int(commonest)}) in cluster {i} is more frequent than a word of cluster {i - 1} (count "
+                    f"{int(rarest)}); renumber the vocabulary, e.g. new ids = torch.argsort(counts, descending=True)"
+                )
 
     # ------------------------------------------------------------------ input side
     def _cluster_inputs(self, i: int, local: Tensor) -> Tensor:
