@@ -82,7 +82,7 @@ def test_a_host_init_that_redraws_a_strategy_module_is_warned_once_and_reset_par
     torch.manual_seed(0)
     m = Host(name, **options)
     m.init_like_nanogpt()
-    with pytest.warns(UserWarning, match=rf"strategy '{name}': {module}.weight no longer hold the init"):
+    with pytest.warns(UserWarning, match=rf"strategy '{name}': the init it drew for {module}.weight was re-drawn"):
         m.sharing.on_train_step(0, 10)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -222,9 +222,9 @@ class SharingStrategy(VocabularyTables):
         ]
         if changed:
             warnings.warn(
-                f"strategy {self.name!r}: {', '.join(changed)} no longer hold the init the strategy drew (was a host "
-                "model's init applied to every nn.Linear?); call model.sharing.reset_parameters() after your own "
-                "init, or skip the strategy's modules in it",
+                f"strategy {self.name!r}: the init it drew for {', '.join(changed)} was re-drawn before the first "
+                "step (by a host model's init of every nn.Linear?); call model.sharing.reset_parameters() after "
+                "your own init, or skip the strategy's modules in it",
                 stacklevel=3,
             )
 
