@@ -94,6 +94,21 @@ def test_every_strategy_traces_into_one_graph_and_computes_what_eager_does(name,
         torch.testing.assert_close(got_grads[key], w, rtol=1e-4, atol=1e-5, msg=lambda m, k=key: f"{k}: {m}")
 
 
+@pytest.mark.parametrize("name", ["tied", "untied", "cosine", "distance"])
+def test_the_chunked_loss_operator_goes_through_aot_autograd_as_inductor_takes_it(name):
+    """aot_eager: AOTAutograd traces forward and backward around the opaque chunked-loss operator (its fake
+    implementation gives the shapes), as inductor does before generating code."""
+    eager, twin = _pair(name, rich=True)
+    compiled = torch.compile(twin, fullgraph=True, backend="aot_eager")
+    for train in (True, False):
+        want_out, want_grads = _run(eager, train)
+        got_out, got_grads = _run(compiled, train)
+        torch.testing.assert_close(got_out, want_out, rtol=1e-5, atol=1e-5)
+        assert got_grads.keys() == want_grads.keys()
+        for key, w in want_grads.items():
+            torch.testing.assert_close(got_grads[key], w, rtol=1e-4, atol=1e-5)
+
+
 def test_tie_untie_recompiles_once_at_its_switch_and_then_uses_its_own_output_matrix():
     eager, twin = _pair("tie-untie", rich=False)
     counter = CompileCounterWithBackend("eager")
