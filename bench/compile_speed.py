@@ -7,7 +7,10 @@ eager in both): the compiled candidate is ``torch.compile`` of the forward + los
 a model. Eager and compiled start from the same weights and alternate, round after round, after a
 warm-up step each; the first compiled call (tracing + inductor's code generation) is reported apart.
 
-    python -m bench.compile_speed [--shapes tiny,gpt2] [--strategies tied,l2norm] [--repeats 3]
+    python -m bench.compile_speed [--shapes tiny,gpt2] [--strategies tied,l2norm] [--repeats 3] [--budget-s S]
+
+Each shape also runs a nanoGPT-style model of the same shape (bench/nanogpt_ref.py), eager and compiled,
+and every row gives tokens/s and the MFU against the matmul peak measured in the same process.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser
+from bench.common import Section, fmt, interleaved, md_table, pick_device, section_parser, sync
+from bench.nanogpt_ref import NanoGPT
 from embtie import models, sharing
 from embtie.config import load_config
 from embtie.models.gpt import GPTConfig
@@ -51,13 +55,20 @@ def shapes() -> dict[str, Shape]:
 
 
 class Step:
-    """One model + optimizer on a fixed random batch; ``compiled``: the forward + loss under torch.compile."""
+    """One model + optimizer on a fixed random batch; ``compiled``: the forward + loss under torch.compile.
 
-    def __init__(self, strategy: str, shape: Shape, device: torch.device, compiled: bool) -> None:
+    ``strategy``: embtie's GPT with that strategy (its loss + regularization, the preset's optimizer);
+    None: the nanoGPT-style reference (``bench.nanogpt_ref``, tied, plain loss) with the same optimizer."""
+
+    def __init__(self, strategy: str | None, shape: Shape, device: torch.device, compiled: bool) -> None:
         train = load_config("ptb-gpt-tiny").train
         torch.manual_seed(0)
-        self.sharing = sharing.build(strategy, vocab_size=shape.vocab, dim=shape.model.dim)
-        self.model = models.build(replace(shape.model), self.sharing).to(device)
+        if strategy is None:
+            self.model: nn.Module = NanoGPT(shape.model, shape.vocab).to(device)
+        else:
+            self.sharing = sharing.build(strategy, vocab_size=shape.vocab, dim=shape.model.dim)
+            self.model = models.build(replace(shape.model), self.sharing).to(device)
+        self.embtie = strategy is not None
         self.opt = build_optimizer(self.model, train)
         g = torch.Generator().manual_seed(1)
         self.ids = torch.randint(0, shape.vocab, (shape.batch, shape.tokens), generator=g).to(device)
@@ -68,6 +79,8 @@ class Step:
         self.last = float("nan")
 
     def _loss(self, ids: Tensor, targets: Tensor) -> Tensor:
+        if not self.embtie:
+            return self.model(ids, targets)
         return self.sharing.loss(self.model(ids), targets) + self.sharing.regularization()
 
     def __call__(self) -> None:
@@ -84,13 +97,38 @@ def _first_call(step: Step) -> float:
     return time.perf_counter() - t0
 
 
-def measure(strategy: str, shape: Shape, device: torch.device, repeats: int) -> dict[str, float]:
+def flops_per_token(shape: Shape) -> float:
+    """nanoGPT's estimate (PaLM appendix B): 6 x the matmul weights (blocks and the V x d head) plus the
+    attention's 12 L d T, per token of a training step (forward + backward)."""
+    m = shape.model
+    weights = m.n_layers * (4 + 2 * m.mlp_ratio) * m.dim * m.dim + shape.vocab * m.dim
+    return 6 * weights + 12 * m.n_layers * m.dim * shape.tokens
+
+
+def matmul_peak(device: torch.device) -> float:
+    """FLOP/s of the best of 5 float32 square matmuls on ``device`` (4096 on CUDA, 1024 on the CPU),
+    measured here: the peak the MFU column is a fraction of."""
+    n = 4096 if device.type == "cuda" else 1024
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    best = float("inf")
+    for _ in range(5):
+        sync(device)
+        t0 = time.perf_counter()
+        a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best
+
+
+def measure(strategy: str | None, shape: Shape, device: torch.device, repeats: int) -> dict[str, float]:
     """{eager_ms, compiled_ms (medians), ratio (eager / compiled median, > 1: compiled faster), ratio_best,
-    first_eager_s, first_compiled_s, loss_gap (|eager - compiled| loss after the same steps)}."""
+    first_eager_s, first_compiled_s, loss_gap (|eager - compiled| loss after the same steps),
+    eager_tps, compiled_tps (tokens/s)}; ``strategy`` None: the nanoGPT reference."""
     torch._dynamo.reset()
     eager, compiled = Step(strategy, shape, device, False), Step(strategy, shape, device, True)
     first = {"eager": _first_call(eager), "compiled": _first_call(compiled)}
     tim = interleaved({"eager": eager, "compiled": compiled}, repeats=repeats, warmup=1, device=device)
+    tokens = shape.batch * shape.tokens
     return {
         "eager_ms": 1e3 * tim.median("eager"),
         "compiled_ms": 1e3 * tim.median("compiled"),
@@ -99,55 +137,76 @@ def measure(strategy: str, shape: Shape, device: torch.device, repeats: int) -> 
         "first_eager_s": first["eager"],
         "first_compiled_s": first["compiled"],
         "loss_gap": abs(eager.last - compiled.last),
+        "eager_tps": tokens / tim.median("eager"),
+        "compiled_tps": tokens / tim.median("compiled"),
     }
 
 
+HEADERS = [
+    "shape",
+    "batch",
+    "model",
+    "eager ms/step",
+    "compiled ms/step",
+    "speed-up",
+    "(best)",
+    "compiled tokens/s",
+    "MFU compiled",
+    "1st compiled step s",
+    "loss gap",
+]
+
+
+def _row(shape: Shape, label: str, m: dict[str, float], flops: float, peak: float) -> list[object]:
+    return [
+        shape.label,
+        f"{shape.batch} x {shape.tokens}",
+        label,
+        fmt(m["eager_ms"], 1),
+        fmt(m["compiled_ms"], 1),
+        fmt(m["ratio"]),
+        fmt(m["ratio_best"]),
+        fmt(m["compiled_tps"], 0),
+        f"{100 * flops * m['compiled_tps'] / peak:.0f}%",
+        fmt(m["first_compiled_s"], 1),
+        f"{m['loss_gap']:.1e}",
+    ]
+
+
 def run(
-    device_name: str = "auto", repeats: int = 3, shape_keys: tuple[str, ...] = ("tiny", "gpt2"), strategies=("tied",)
+    device_name: str = "auto",
+    repeats: int = 3,
+    shape_keys: tuple[str, ...] = ("tiny", "gpt2"),
+    strategies: tuple[str, ...] = ("tied",),
+    budget_s: float | None = None,
+    reference: bool = True,
 ) -> Section:
-    """The compiled-vs-eager table over ``shape_keys`` x ``strategies``."""
+    """The compiled-vs-eager table over ``shape_keys`` x (the nanoGPT reference, ``strategies``); no new
+    strategy starts once ``budget_s`` seconds have passed (the ones left are listed)."""
     device = pick_device(device_name)
-    known = shapes()
-    rows, figures, ratios = [], {}, []
+    known, peak, t0 = shapes(), matmul_peak(device), time.perf_counter()
+    rows, figures, left = [], {}, []
     for key in shape_keys:
         shape = known[key]
-        for name in strategies:
-            print(f"[compile] {shape.label} {name}", flush=True)
+        flops = flops_per_token(shape)
+        for name in ((None,) if reference else ()) + tuple(strategies):
+            if budget_s is not None and time.perf_counter() - t0 > budget_s:
+                left.append(f"{shape.label} {name or 'nanoGPT'}")
+                continue
+            print(f"[compile] {shape.label} {name or 'nanoGPT reference'}", flush=True)
             m = measure(name, shape, device, repeats)
-            ratios.append(m["ratio"])
-            figures[f"compiled_speedup[{key},{name}]"] = m["ratio"]
-            rows.append(
-                [
-                    shape.label,
-                    f"{shape.batch} x {shape.tokens}",
-                    name,
-                    fmt(m["eager_ms"], 1),
-                    fmt(m["compiled_ms"], 1),
-                    fmt(m["ratio"]),
-                    fmt(m["ratio_best"]),
-                    fmt(m["first_compiled_s"], 1),
-                    fmt(m["first_eager_s"], 2),
-                    f"{m['loss_gap']:.1e}",
-                ]
-            )
-    headers = [
-        "shape",
-        "batch",
-        "strategy",
-        "eager ms/step",
-        "compiled ms/step",
-        "speed-up",
-        "(best)",
-        "1st compiled step s",
-        "1st eager step s",
-        "loss gap",
-    ]
+            figures[f"compiled_speedup[{key},{name or 'nanogpt'}]"] = m["ratio"]
+            rows.append(_row(shape, name or "nanoGPT (reference)", m, flops, peak))
     body = (
         f"Median step time over {repeats} interleaved rounds after one warm-up step each; speed-up = eager "
         "median / compiled median (> 1: compiled faster; in parentheses the ratio of the fastest steps). "
-        "The first compiled step includes tracing and inductor's code generation. Loss gap: |eager - compiled| "
-        "training loss after the same steps from the same weights. "
-        f"Smallest speed-up: {fmt(min(ratios))}.\n\n" + md_table(headers, rows)
+        "The first compiled step includes tracing and code generation. Loss gap: |eager - compiled| training "
+        "loss after the same steps from the same weights. MFU: nanoGPT's FLOPs per token (6 x matmul weights "
+        f"+ 12 L d T) x tokens/s over the float32 matmul peak measured in the same process ({peak / 1e9:.0f} "
+        "GFLOP/s). nanoGPT (reference): bench/nanogpt_ref.py at the same shape, tied, plain loss."
+        + (f" Not measured (time budget spent): {', '.join(left)}." if left else "")
+        + "\n\n"
+        + md_table(HEADERS, rows)
     )
     return Section("Compiled (inductor) vs eager training step", body, figures)
 
@@ -157,10 +216,11 @@ def main() -> None:
     p.add_argument("--shapes", default="tiny,gpt2", help="comma-separated: tiny, gpt2")
     p.add_argument("--strategies", default="tied", help="comma-separated strategy names")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    p.add_argument("--budget-s", type=float, default=None, help="start no new measurement after this many seconds")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
-    sec = run(a.device, a.repeats, tuple(a.shapes.split(",")), tuple(a.strategies.split(",")))
+    sec = run(a.device, a.repeats, tuple(a.shapes.split(",")), tuple(a.strategies.split(",")), a.budget_s)
     print(f"\n## {sec.title}\n\n{sec.body}\n")
     print("median speed-up:", fmt(statistics.median(sec.figures.values())))
 
