@@ -62,12 +62,13 @@ test-cluster: venv
 bench: venv
 	$(BIN)/python -m bench
 
-# The GPU campaign (docs/gpu.md; bench/gpu_campaign.py): `make gpu STEP=NAME` runs one step, `make gpu` all,
-# `make gpu DRY=1` all on the CPU at tiny sizes. No venv: the machine's own python3 and torch run it (here the
-# venv's python when there is one). `make gpu-wheels gpu-data` prepare, on a machine with a registry, what the
-# GPU machine lacks, in .gpu/ (ignored; carried to the lent machine).
+# The GPU campaign (docs/gpu.md; bench/gpu_campaign.py): `make gpu STEP=NAME` runs one step, `make gpu` the
+# queue (the steps not yet done, `first` first), `make gpu DRY=1` the same on the CPU at tiny sizes. No venv:
+# the machine's own python3 and torch run it (here the venv's python when there is one). `make gpu-wheels
+# gpu-data` prepare, on a machine with a registry, what the GPU machine lacks, in .gpu/ (ignored; carried to
+# the lent machine).
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
-STEP ?= all
+STEP ?= queue
 GPU_WHEELS := liger-kernel==0.8.5 cut-cross-entropy==25.1.1 sacremoses==0.2.0
 GPU_DATA := ptb multi30k wikitext-2
 

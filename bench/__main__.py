@@ -5,6 +5,7 @@
     python -m bench --large              # add the large sizes (V=131072 at 8192 tokens, GPT-2 small, ...)
     python -m bench --device cuda        # the same on a GPU
     python -m bench --only lce_anchor    # embtie's loss vs torch's linear_cross_entropy (--quick: small)
+    python -m bench --only compile       # torch.compile (inductor) vs eager training steps
 
 Each section of BENCHMARKS.md records its own date, machine, torch version and command, so
 sections run at different times stay attributable.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from bench import adaptive, beam, conv_mt, hadamard, hf_gpt2, lce_anchor, loss_memory, overhead, peak
+from bench import adaptive, beam, compile_speed, conv_mt, hadamard, hf_gpt2, lce_anchor, loss_memory, overhead, peak
 from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
@@ -35,6 +36,13 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "hadamard": lambda a: hadamard.run(a.large, a.device, a.repeats or 3),
     "overhead": lambda a: overhead.run(a.overhead_batch, a.device, a.repeats or 4, a.precision),
     "hf_gpt2": lambda a: hf_gpt2.run(a.large, a.device, a.repeats or 3),
+    "compile": lambda a: compile_speed.run(
+        a.device,
+        a.repeats or 5,
+        tuple(a.compile_shapes.split(",")),
+        tuple(a.compile_strategies.split(",")),
+        a.compile_budget_s,
+    ),
     "beam": lambda a: beam.run(a.large, a.device, a.repeats or 3),
     "conv_mt": lambda a: conv_mt.run(a.repeats or 3, 3, 64),
     "adaptive": lambda a: adaptive.run(a.large, a.device, a.repeats or 5),
@@ -110,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="lce_anchor section: one tiny case (seconds; for tests)")
     p.add_argument(
         "--overhead-batch", type=int, default=None, help="overhead section: sequences per step (default: preset's 16)"
+    )
+    p.add_argument("--compile-shapes", default="tiny,gpt2", help="compile section: shapes (tiny, gpt2)")
+    p.add_argument("--compile-strategies", default="tied", help="compile section: strategies (comma-separated)")
+    p.add_argument(
+        "--compile-budget-s", type=float, default=None, help="compile section: start nothing new after this long"
     )
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="markdown file to update ('' = none)")
     args = p.parse_args(argv)

@@ -1,15 +1,17 @@
 """The GPU campaign (issue 29): the CUDA tests, the benchmarks on CUDA and one reproduction slice the CPU
 cannot reach, as steps that each finish within one 10-minute command and pack what they made.
 
-    python -m bench.gpu_campaign run STEP|all [--dry-run] [--out DIR] [--work DIR]
+    python -m bench.gpu_campaign run STEP|all|queue [--dry-run] [--out DIR] [--work DIR]
     python -m bench.gpu_campaign unpack DIR/gpu-*.tar.gz [--into .]      (here, after the GPU machine)
     python -m bench.gpu_campaign steps                                   (the steps and their commands)
 
-``make gpu STEP=...`` runs one step, ``make gpu`` all of them; neither needs the project's virtual
-environment: the machine's own python3 and torch run them, with ``src`` and the repository root on
-PYTHONPATH. What the machine lacks travels as wheels (``make gpu-wheels``: ``.gpu/wheels``) and is
-installed, without an index, into WORK/site; the data travels in ``.gpu/data`` (``make gpu-data``) and
-EMBTIE_DATA points there when it is present.
+``make gpu STEP=...`` runs one step, ``make gpu`` the queue: the steps whose results are not yet in the
+repository (``results/campaign-gpu/STEP/status.json``, ok, not a dry run), in order, starting with
+``first``, so each lending resumes where the last one stopped (commit what ``unpack`` lands). Neither
+needs the project's virtual environment: the machine's own python3 and torch run them, with ``src`` and
+the repository root on PYTHONPATH. What the machine lacks travels as wheels (``make gpu-wheels``:
+``.gpu/wheels``) and is installed, without an index, into WORK/site; the data travels in ``.gpu/data``
+(``make gpu-data``) and EMBTIE_DATA points there when it is present.
 
 Each step writes under WORK (default ``.gpu/work``) the paths it will have in the repository —
 ``results/campaign-gpu/STEP/`` (log.txt, status.json, the step's BENCHMARKS-cuda.md sections or pytest
@@ -112,13 +114,54 @@ def _report_files(work: Path) -> list[Path]:
 
 
 GPU_BENCH = ["--device", "cuda", "--threads", "4"]
+FIRST_STRATEGIES = ("tied", "untied", "l2norm", "cosine")
+"""the strategies the first step measures compiled and eager at GPT-2 small (the rest: step compile-rest)."""
+
+
+def _rest() -> str:
+    from embtie import sharing
+
+    return ",".join(n for n in sharing.names() if n not in FIRST_STRATEGIES)
+
+
+def _compile_args(strategies: str, budget_s: int) -> list[str]:
+    return ["--compile-shapes", "gpt2", "--compile-strategies", strategies, "--compile-budget-s", str(budget_s)]
+
+
+TINY_COMPILE = ["--device", "cpu", "--repeats", "1", "--compile-shapes", "tiny", "--compile-strategies", "tied"]
 STEPS: dict[str, Step] = {
+    "first": Step(
+        "first",
+        "what matters most, in one command of at most 8 minutes: embtie's GPT-2-small-shaped GPT compiled vs "
+        f"eager with {', '.join(FIRST_STRATEGIES)} against a nanoGPT-style model of the same shape (tokens/s, "
+        "MFU), then embtie's loss vs torch's linear_cross_entropy, Liger-Kernel and Cut Cross-Entropy",
+        lambda py, dry, work: _bench(
+            py,
+            dry,
+            work,
+            "first",
+            [
+                *GPU_BENCH,
+                "--repeats",
+                "3",
+                "--only",
+                "compile,lce_anchor",
+                "--quick",
+                *_compile_args(",".join(FIRST_STRATEGIES), 300),
+            ],
+            [*TINY_COMPILE, "--only", "compile,lce_anchor", "--tiny"],
+        ),
+        budget_s=480.0,
+    ),
     "tests": Step("tests", "the CUDA tests (tests/test_cuda.py, the fused-loss anchor's tests)", _tests),
     "bench": Step(
         "bench",
         "python -m bench --device cuda: every default section but the fused-loss anchor",
         lambda py, dry, work: _bench(
-            py, dry, work, "bench",
+            py,
+            dry,
+            work,
+            "bench",
             [*GPU_BENCH, "--only", "peak,loss,hadamard,overhead,hf_gpt2,beam,conv_mt,adaptive"],
             ["--device", "cpu", "--only", "peak"],
         ),
@@ -127,8 +170,24 @@ STEPS: dict[str, Step] = {
         "lce",
         "the fused-loss anchor on CUDA (embtie vs torch, Liger-Kernel, Cut Cross-Entropy) and the large loss",
         lambda py, dry, work: _bench(
-            py, dry, work, "lce", [*GPU_BENCH, "--only", "lce_anchor,loss_large", "--large"],
+            py,
+            dry,
+            work,
+            "lce",
+            [*GPU_BENCH, "--only", "lce_anchor,loss_large", "--large"],
             ["--device", "cpu", "--only", "lce_anchor", "--tiny"],
+        ),
+    ),
+    "compile-rest": Step(
+        "compile-rest",
+        "compiled vs eager at GPT-2 small for the strategies the first step left out",
+        lambda py, dry, work: _bench(
+            py,
+            dry,
+            work,
+            "compile-rest",
+            [*GPU_BENCH, "--repeats", "3", "--only", "compile", *_compile_args(_rest(), 420)],
+            [*TINY_COMPILE, "--only", "compile"],
         ),
     ),
     **{
@@ -276,6 +335,21 @@ def run_step(name: str, dry: bool, work: Path, out: Path, python: str, budget_s:
     return result
 
 
+def done(name: str, root: Path = ROOT) -> bool:
+    """Whether step ``name`` has run on a GPU and its results are in the repository (its status.json there,
+    ok and not a dry run): the queue's memory across lendings, since every lent machine starts bare."""
+    status = root / LOGS / name / "status.json"
+    if not status.is_file():
+        return False
+    info = json.loads(status.read_text())
+    return bool(info.get("ok")) and not info.get("dry_run", True)
+
+
+def queue(root: Path = ROOT) -> list[str]:
+    """The steps still to run, in campaign order: where the last lending stopped."""
+    return [n for n in STEPS if not done(n, root)]
+
+
 def unpack(packs: list[Path], into: Path) -> list[str]:
     """Extract the packs into ``into`` and merge their benchmark sections into its BENCHMARKS-cuda.md."""
     from bench.__main__ import update_markdown
@@ -300,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.gpu_campaign", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run", help="run a step (or all) and pack its results")
-    r.add_argument("step", choices=[*STEPS, "all"])
+    r.add_argument("step", choices=[*STEPS, "all", "queue"], help="queue: the steps not yet done, in order")
     r.add_argument("--dry-run", action="store_true", help="on the CPU at tiny sizes (for tests)")
     r.add_argument("--out", default=os.environ.get("OUT") or "gpu-out", help="where the packs go (default $OUT)")
     r.add_argument("--work", default=str(ROOT / ".gpu" / "work"), help="where the steps write (default .gpu/work)")
@@ -321,7 +395,10 @@ def main(argv: list[str] | None = None) -> int:
         landed = unpack([Path(x) for x in args.packs], Path(args.into))
         print(f"unpacked {len(landed)} files into {args.into}; BENCHMARKS-cuda.md sections merged")
         return 0
-    names = list(STEPS) if args.step == "all" else [args.step]
+    names = {"all": list(STEPS), "queue": queue()}.get(args.step, [args.step])
+    if not names:
+        print("[campaign] every step is done (results/campaign-gpu/*/status.json); nothing to run")
+        return 0
     work, out = Path(args.work).resolve(), Path(args.out).resolve()
     results = [run_step(n, args.dry_run, work, out, args.python, args.budget_s) for n in names]
     return 0 if all(o.ok for o in results) else 1

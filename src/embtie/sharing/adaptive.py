@@ -38,6 +38,7 @@ from embtie.sharing.adaptive_loss import adaptive_log_probs, adaptive_nll
 from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head
+from embtie.sharing.inputs import check_ids, ranges_checked
 from embtie.sharing.loss import IMPLS, check_targets
 from embtie.sharing.registry import get, register
 
@@ -143,6 +144,27 @@ class Adaptive(SharingStrategy):
             return None
         return (self.out_projections if output and self.out_projections is not None else self.projections)[j]
 
+    def check_frequency_order(self, counts: Tensor) -> None:
+        """A one-line ``DataError`` unless the vocabulary is cut where ``counts`` (V,) (each id's training
+        frequency) allow: every word of a cluster at least as frequent as every word of the next one (the order
+        within a cluster does not matter). For a vocabulary built outside embtie, whose order the strategy
+        cannot see; embtie's own LM vocabularies are sorted by frequency."""
+        c = torch.as_tensor(counts).reshape(-1)
+        if c.numel() != self.vocab_size:
+            raise DataError(
+                f"counts has {c.numel()} entries for a vocabulary of {self.vocab_size} ids; give one per id"
+            )
+        b = self.layout.bounds
+        for i in range(1, self.layout.n_clusters):
+            rarest, commonest = c[b[i - 1] : b[i]].min(), c[b[i] : b[i + 1]].max()
+            if commonest > rarest:
+                first = b[i] + int(c[b[i] : b[i + 1]].argmax())
+                raise DataError(
+                    f"strategy 'adaptive' needs ids sorted by decreasing frequency: id {first} (count "
+                    f"{int(commonest)}) in cluster {i} is more frequent than a word of cluster {i - 1} (count "
+                    f"{int(rarest)}); renumber the vocabulary, e.g. new ids = torch.argsort(counts, descending=True)"
+                )
+
     # ------------------------------------------------------------------ input side
     def _cluster_inputs(self, i: int, local: Tensor) -> Tensor:
         """(n,) ids within cluster i -> (n, d) input vectors (before embed_scale)."""
@@ -152,23 +174,31 @@ class Adaptive(SharingStrategy):
         return self._within_cls._input_rows(self, x)  # the within strategy's input rule (l2norm: unit rows)
 
     def embed(self, ids: Tensor) -> Tensor:
-        """(...,) long token ids -> (..., d) vectors fed into the model."""
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"token ids must be integers (torch.long), not {ids.dtype}")
-        flat = ids.reshape(-1)
-        if flat.device.type == "cpu" and flat.numel():
-            lo, hi = int(flat.min()), int(flat.max())
-            if lo < 0 or hi >= self.vocab_size:
-                raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {self.vocab_size})")
+        """(...,) long token ids -> (..., d) vectors fed into the model (ids checked as ``inputs.check_ids``)."""
+        flat = check_ids(ids, self.vocab_size, self._weights_device()).reshape(-1)
         cl = self.layout.cluster_of(flat)
-        out = self.tables[0].new_zeros(flat.numel(), self.dim)
-        for i in range(self.layout.n_clusters):
-            rows = (cl == i).nonzero().squeeze(1)
-            if rows.numel():
-                x = self._cluster_inputs(i, flat.index_select(0, rows) - self.layout.bounds[i])
-                out = out.index_copy(0, rows, x.to(out.dtype))
+        if torch.compiler.is_compiling():
+            out = self._masked_inputs(flat, cl)
+        else:
+            out = self.tables[0].new_zeros(flat.numel(), self.dim)
+            for i in range(self.layout.n_clusters):
+                rows = (cl == i).nonzero().squeeze(1)
+                if rows.numel():
+                    x = self._cluster_inputs(i, flat.index_select(0, rows) - self.layout.bounds[i])
+                    out = out.index_copy(0, rows, x.to(out.dtype))
         out = out.view(*ids.shape, self.dim)
         return out * self.embed_scale if self.embed_scale != 1.0 else out
+
+    def _masked_inputs(self, flat: Tensor, cl: Tensor) -> Tensor:
+        """(N,) ids, (N,) their clusters -> (N, d) input vectors without data-dependent shapes (what
+        ``torch.compile`` traces): every cluster's rule runs on every token (ids clamped into the cluster)
+        and ``where`` keeps each token's own; the eager path gathers each cluster's tokens instead."""
+        out = self.tables[0].new_zeros(flat.numel(), self.dim)
+        for i in range(self.layout.n_clusters):
+            local = (flat - self.layout.bounds[i]).clamp(0, self.layout.size(i) - 1)
+            x = self._cluster_inputs(i, local).to(out.dtype)
+            out = torch.where((cl == i).unsqueeze(1), x, out)
+        return out
 
     def input_vectors(self) -> Tensor:
         """(V, d) the effective input vector of every token."""
@@ -240,9 +270,9 @@ class Adaptive(SharingStrategy):
         if not 0.0 <= label_smoothing <= 1.0:
             raise ConfigError(f"label_smoothing={label_smoothing!r} must be in [0, 1]")
         x, t = h.reshape(-1, self.dim), targets.reshape(-1)
-        if t.device.type == "cpu":
+        if ranges_checked(t):
             check_targets(t, self.vocab_size, ignore_index)
-        if impl == "plain" or label_smoothing > 0:
+        if impl == "plain" or label_smoothing > 0 or torch.compiler.is_compiling():  # traced: no per-cluster gathers
             lp = self.logits(x)
             return F.cross_entropy(lp, t, ignore_index=ignore_index, label_smoothing=label_smoothing)
         return adaptive_nll(self.cluster_logits, self.layout, x, t, ignore_index)

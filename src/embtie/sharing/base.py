@@ -4,8 +4,9 @@ output layer, so that strategies which change both sides (l2norm, nGPT) stay one
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -151,6 +152,8 @@ class SharingStrategy(VocabularyTables):
         self.temperature = nn.Parameter(torch.ones(vocab_size)) if token_temperature else None
         self.bias: nn.Parameter | None
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+        self._drawn: dict[str, Tensor] = {}
+        """copies of the child modules' parameters as ``reset_parameters`` drew them (``_remember_init``)."""
         self._fixed_logit_scale: float | None = None
         self.logit_scale_param: nn.Parameter | None = None
         self._logit_scale_lr = float(logit_scale_lr)
@@ -196,6 +199,45 @@ class SharingStrategy(VocabularyTables):
             nn.init.ones_(self.temperature)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
+
+    def _remember_init(self) -> None:
+        """Keep a copy of the parameters of the strategy's child modules (tied-proj's P, tied-bert's dense
+        layer, a fixed head's target_dim map) as its ``reset_parameters`` just drew them: a host model's own
+        init (``model.apply(_init_weights)``) re-draws every ``nn.Linear`` it reaches, and the first
+        ``on_train_step`` compares them once (``_check_init``). Subclasses with child modules call this at
+        the end of their ``reset_parameters``."""
+        children = {name for name, _ in self.named_children()}
+        self._drawn = {n: p.detach().clone() for n, p in self.named_parameters() if n.split(".")[0] in children}
+
+    def _check_init(self) -> None:
+        """Warn (once: the copies are dropped) when a child module's parameters no longer hold the strategy's
+        init before the first optimizer step. Loading a state dict drops the copies (loaded weights are meant)."""
+        drawn, self._drawn = self._drawn, {}
+        if not drawn or torch.compiler.is_compiling():
+            return
+        changed = [
+            n
+            for n, p in self.named_parameters()
+            if n in drawn and p.shape == drawn[n].shape and not torch.equal(p.detach(), drawn[n].to(p.device, p.dtype))
+        ]
+        if changed:
+            warnings.warn(
+                f"strategy {self.name!r}: the init it drew for {', '.join(changed)} was re-drawn before the first "
+                "step (by a host model's init of every nn.Linear?); call model.sharing.reset_parameters() after "
+                "your own init, or skip the strategy's modules in it",
+                stacklevel=3,
+            )
+
+    def on_train_step(self, step: int, total_steps: int, optimizer: torch.optim.Optimizer | None = None) -> None:
+        """The one call a training loop makes before every optimizer step ``step`` (0-based) of
+        ``total_steps`` (embtie's trainer does; so must a user's own loop, docs/your-loop.md): it runs the
+        strategy's per-step hooks (tie-untie's switch, which copies E's state in ``optimizer``) and, at the
+        first call, checks that a host's init left the strategy's own init in place (``_check_init``)."""
+        self._check_init()
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._drawn = {}
 
     # ------------------------------------------------------------------ input side
     def _input_rows(self, rows: Tensor) -> Tensor:

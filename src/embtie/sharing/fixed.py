@@ -47,6 +47,7 @@ class FixedTargets(SharingStrategy):
         super().reset_parameters()
         if self.proj is not None:
             self.proj.reset_parameters()
+        self._remember_init()
 
     @property
     def target_dim(self) -> int:

@@ -1,8 +1,9 @@
 """The checks at the boundary of a strategy's Python API (``embed``, ``logits``, ``loss``): one-line
 errors for inputs of the wrong kind, shape or device, raised before any kernel sees them.
 
-They cost a few attribute reads per call (no host sync): the dtype, shape and device of each input. Id
-ranges are checked on the CPU, where a min/max is cheap; on a GPU that check needs a host sync, so it
+They cost a few attribute reads per call (no host sync): the dtype, shape and device of each input, all
+static under ``torch.compile`` (traced as guards, not as graph breaks). Id ranges are checked on the CPU
+in eager mode, where a min/max is cheap; on a GPU that check needs a host sync, so it
 runs only when ``CHECK_RANGES_ON_DEVICE`` is set (``EMBTIE_CHECK_RANGES=1`` in the environment, or the
 module attribute) — otherwise the device's own kernel asserts on an id out of range.
 """
@@ -42,7 +43,11 @@ def _same_device(x: Tensor, device: torch.device, what: str, other: str) -> None
 
 
 def ranges_checked(x: Tensor) -> bool:
-    """Whether the id range of ``x`` is checked here (on the CPU always; elsewhere with the flag)."""
+    """Whether the id range of ``x`` is checked here: on the CPU always, elsewhere with the flag, and never
+    while ``torch.compile`` traces (a min/max read on the host would break the graph; the compiled
+    kernels' own index checks stand in for it)."""
+    if torch.compiler.is_compiling():
+        return False
     return x.device.type == "cpu" or CHECK_RANGES_ON_DEVICE
 
 

@@ -8,6 +8,13 @@ Two implementations give the same numbers (to float rounding) and the same gradi
 leaner in memory), except for tiny problems (at most AUTO_PLAIN_MAX_LOGITS logits, where memory
 does not matter and the chunk loop's fixed cost shows); set ``embtie.sharing.loss.DEFAULT_IMPL``
 to change the default.
+
+Under ``torch.compile`` the plain loss is traced (the compiler fuses it), and the chunked ones run as
+one opaque operator (``embtie::chunked_ce``, ``chunked_ce_op``): the eager chunk loop, whose reused
+buffers, host-side token selection and hand-written backward a tracer cannot follow, runs inside it
+unchanged, so a compiled step has no graph break and keeps the chunked loss's speed and memory. The
+effective head (scales, norms, factor) is built around it with traced autograd. Structured heads
+(hadamard's fast transform) trace the plain formula.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from torch import Tensor
 
 from embtie.errors import ConfigError, DataError
 from embtie.sharing.chunked_ce import chunked_cross_entropy
+from embtie.sharing.chunked_ce_op import traced_chunked_cross_entropy
 from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head, accumulation_dtype
 from embtie.sharing.inputs import InputValueError, ranges_checked
@@ -87,6 +95,12 @@ def cross_entropy(
         raise ConfigError(f"label_smoothing={label_smoothing!r} must be in [0, 1]")
     x2, t1 = x.reshape(-1, x.shape[-1]), targets.reshape(-1)
     if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
+        impl = "plain"
+    if torch.compiler.is_compiling() and impl != "plain":  # traced: one opaque operator (module docstring)
+        if head.structured is None:
+            return traced_chunked_cross_entropy(
+                head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing, chunk_size=chunk_size
+            )
         impl = "plain"
     # free on the CPU (the chunked loss checks its own there); on a GPU only with the flag (a host sync),
     # else the kernel's own assert catches an id out of range

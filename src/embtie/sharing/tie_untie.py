@@ -65,7 +65,8 @@ class TieUntie(Tied):
         return round(self.untie_at * total_steps)
 
     def on_train_step(self, step: int, total_steps: int, optimizer: torch.optim.Optimizer | None = None) -> None:
-        """Called by the trainer before every optimizer step ``step`` (0-based) of ``total_steps``."""
+        """Called before every optimizer step ``step`` (0-based) of ``total_steps``: unties at ``untie_step``."""
+        super().on_train_step(step, total_steps, optimizer)
         if not self._is_untied and step >= self.untie_step(total_steps):
             self.untie(optimizer)
 

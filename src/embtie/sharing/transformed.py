@@ -73,6 +73,7 @@ class TiedProj(Tied):
                 proj.weight.copy_(torch.eye(self.dim))
         if proj.bias is not None:
             nn.init.zeros_(proj.bias)
+        self._remember_init()
 
     def transform(self, h: Tensor) -> Tensor:
         return self.proj(h)
@@ -146,6 +147,7 @@ class TiedBert(Tied):
             nn.init.zeros_(dense.bias)
         if self.norm is not None:
             self.norm.reset_parameters()
+        self._remember_init()
 
     def transform(self, h: Tensor) -> Tensor:
         x = self.dense(h)

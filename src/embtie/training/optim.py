@@ -8,6 +8,9 @@ Parameter groups (each with its own weight decay, set explicitly):
 - ``lr_xM``: parameters a module gives its own learning rate M x lr (``lr_multipliers()``, e.g. a
   strategy's learned logit scale with ``logit_scale_lr``): weight decay 0.
 
+The ``lr_xM`` groups carry ``lr_mult`` = M. ``param_groups`` is also the call a user's own
+training loop makes (keywords instead of a TrainConfig; docs/your-loop.md).
+
 The schedule is a function of the step alone (``lr_factor``), so resuming needs only the step.
 """
 
@@ -23,11 +26,52 @@ from embtie.config import TrainConfig
 from embtie.sharing.capabilities import VocabularyTables
 
 
-def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]:
-    """Trainable parameters of ``model`` split into embedding / decay / no_decay groups (each named).
+def param_groups(
+    model: nn.Module,
+    cfg: TrainConfig | None = None,
+    *,
+    weight_decay: float | None = None,
+    embedding_weight_decay: float | None = None,
+    lr: float | None = None,
+) -> list[dict[str, Any]]:
+    """Trainable parameters of ``model`` split into embedding / decay / no_decay / lr_xM groups (each
+    named), ready for any ``torch.optim`` optimizer. A parameter reachable under two names (tied modules)
+    appears once.
 
-    A parameter reachable under two names (tied modules) appears once.
+    ``model`` may be any module holding embtie strategies (a user's own model too): they are found with
+    ``isinstance``. The decays come from ``cfg`` (embtie's trainer) or, in a user's own loop, from the
+    keywords, which override ``cfg``'s (without ``cfg`` they default to 0)::
+
+        groups = param_groups(model, weight_decay=0.1, lr=6e-4)
+        optimizer = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95))
+
+    ``lr``: give every group its own ``lr`` = lr x its ``lr_mult`` (a strategy's ``logit_scale_lr``), so
+    the multiplier holds with no further code; torch's lr schedulers keep it (they scale each group's own
+    initial lr). A loop that writes one lr into every group itself must multiply by ``group.get("lr_mult", 1.0)``
+    (as ``set_lr`` does), or the multiplier is lost.
     """
+    wd = cfg.weight_decay if cfg is not None else 0.0
+    emb_wd = cfg.embedding_weight_decay if cfg is not None else 0.0
+    wd = wd if weight_decay is None else float(weight_decay)
+    emb_wd = emb_wd if embedding_weight_decay is None else float(embedding_weight_decay)
+    groups, mults = _split(model)
+    decay = {"embedding": emb_wd, "decay": wd}
+    out = []
+    for k, v in groups.items():
+        if not v:
+            continue
+        mult = mults[id(v[0])] if k.startswith("lr_x") else 1.0
+        group: dict[str, Any] = {"name": k, "params": v, "weight_decay": decay.get(k, 0.0)}
+        if mult != 1.0:
+            group["lr_mult"] = mult
+        if lr is not None:
+            group["lr"] = lr * mult
+        out.append(group)
+    return out
+
+
+def _split(model: nn.Module) -> tuple[dict[str, list[nn.Parameter]], dict[int, float]]:
+    """({group name: its parameters}, {id of a parameter with its own lr: the multiplier})."""
     holders = [m for m in model.modules() if isinstance(m, VocabularyTables)]
     emb_ids = {id(p) for m in holders for p in m.vocabulary_tables()}
     mults = {id(getattr(m, name)): float(x) for m in holders for name, x in m.lr_multipliers().items()}
@@ -45,16 +89,7 @@ def param_groups(model: nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]:
             groups["decay"].append(p)
         else:
             groups["no_decay"].append(p)
-    decay = {"embedding": cfg.embedding_weight_decay, "decay": cfg.weight_decay}
-    out = []
-    for k, v in groups.items():
-        if not v:
-            continue
-        group: dict[str, Any] = {"name": k, "params": v, "weight_decay": decay.get(k, 0.0)}
-        if k.startswith("lr_x"):
-            group["lr_mult"] = mults[id(v[0])]
-        out.append(group)
-    return out
+    return groups, mults
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:

@@ -1,0 +1,46 @@
+"""The GPU campaign is a queue that resumes where the last lending stopped: a step is done when its
+status.json is in the repository, ok and not from a dry run; ``first`` comes first."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import gpu_campaign  # noqa: E402
+
+
+def _status(root: Path, step: str, ok: bool, dry: bool) -> None:
+    d = root / gpu_campaign.LOGS / step
+    d.mkdir(parents=True)
+    (d / "status.json").write_text(json.dumps({"step": step, "ok": ok, "dry_run": dry}))
+
+
+def test_the_queue_starts_with_the_first_step_and_skips_what_a_lending_finished(tmp_path):
+    steps = list(gpu_campaign.STEPS)
+    assert steps[0] == "first" and gpu_campaign.queue(tmp_path) == steps
+    _status(tmp_path, "first", ok=True, dry=False)
+    _status(tmp_path, "tests", ok=False, dry=False)  # failed: still to do
+    _status(tmp_path, "bench", ok=True, dry=True)  # a dry run does not count
+    assert gpu_campaign.queue(tmp_path) == steps[1:]
+    _status(tmp_path, "lce", ok=True, dry=False)
+    assert gpu_campaign.queue(tmp_path) == [s for s in steps if s not in ("first", "lce")]
+
+
+def test_the_first_step_is_one_command_within_eight_minutes_and_names_what_it_measures():
+    step = gpu_campaign.STEPS["first"]
+    assert step.budget_s <= 8 * 60
+    (cmd,) = step.commands(["python3"], False, Path("w"))
+    assert "compile,lce_anchor" in cmd and "--device" in cmd and cmd[cmd.index("--device") + 1] == "cuda"
+    strategies = cmd[cmd.index("--compile-strategies") + 1].split(",")
+    rest = gpu_campaign.STEPS["compile-rest"].commands(["python3"], False, Path("w"))[0]
+    others = rest[rest.index("--compile-strategies") + 1].split(",")
+    from embtie import sharing
+
+    assert sorted(strategies + others) == sorted(sharing.names())  # every strategy, once
+    (dry,) = step.commands(["python3"], True, Path("w"))
+    assert dry[dry.index("--device") + 1] == "cpu"
