@@ -24,6 +24,15 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 DOCS_RUN = "tests/docs/test_docs_run.py"
 
 
+@pytest.fixture(scope="module")
+def flickr(tmp_path_factory) -> Path:
+    """A tiny Flickr8k-like dataset (``captioning_data.make_dataset``), made once per test module."""
+    pytest.importorskip("PIL.Image")
+    from captioning_data import make_dataset
+
+    return make_dataset(tmp_path_factory.mktemp("cap"))
+
+
 def xdist_scope(nodeid: str) -> str:
     """The work unit of a test under ``pytest -n N`` (``make test``): its module, so a module's tests run in
     order on one worker and its module-scoped fixtures are built once; the documentation blocks of

@@ -23,7 +23,8 @@ EXAMPLES = (
     "embtie compare ptb-gpt-tiny --strategies tied,untied,l2norm --seeds 3 --jobs 2 --out runs/cmp train.threads=1",
     "embtie compare ptb-gpt-tiny --strategies tied,fixed-lr10=fixed:logit_scale_lr=10 --out runs/fixed",
     "embtie compare ptb-gpt-tiny --strategies tied,l2norm --until-decided --seeds 2 --max-seeds 6 --out runs/seq",
-    "embtie compare ptb-gpt-tiny --seeds 3 --out runs/cmp --report-only",
+    "embtie compare ptb-gpt-tiny --strategies tied,untied,l2norm --seeds 3 --out runs/cmp"
+    " --report-only train.threads=1",
 )
 
 
