@@ -176,12 +176,6 @@ def cmd_table(a: argparse.Namespace) -> None:
           f"({kept} rows of other CPUs kept)")  # fmt: skip
 
 
-def read_runs(path: Path) -> list[dict[str, str]]:
-    """The rows of a runs.csv written by ``table``."""
-    with open(path, encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -15,8 +15,9 @@ import argparse
 import csv
 import json
 import math
-from collections import defaultdict
 from pathlib import Path
+
+from noise_report import ppl_table  # this folder's module (the script's own folder is on sys.path)
 
 from embtie.comparison import DEFAULT_JOB_DESIGN, DEFAULT_STRATEGIES
 from embtie.decisions import DEFAULT_MARGINS
@@ -31,13 +32,12 @@ DEFAULT_JOB_SETTING = "job"
 
 
 def observations(table: Path, setting: str, strategies: tuple[str, ...]) -> list[dict[str, float]]:
-    """One observation per (cpu, variant, seed) of ``setting`` that has every strategy: strategy -> valid ppl."""
-    groups: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    """One observation per (cpu, variant, seed) of ``setting`` that has every strategy: strategy -> valid ppl
+    (noise_report.ppl_table, the grouping every figure of the folder uses)."""
     with open(table, encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            if r["setting"] == setting and r["strategy"] in strategies:
-                groups[(r["cpu"], r["variant"], r["seed"])][r["strategy"]] = float(r["valid_ppl"])
-    return [{k: g[k] for k in strategies} for _, g in sorted(groups.items()) if all(k in g for k in strategies)]
+        grouped = ppl_table(list(csv.DictReader(f)))
+    return [{k: obs[k] for k in strategies} for key, obs in sorted(grouped.items())
+            if key[0] == setting and all(k in obs for k in strategies)]  # fmt: skip
 
 
 def inflated(obs: list[dict[str, float]], factor: float) -> list[dict[str, float]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +27,9 @@ README = "README.md"
 
 @cache
 def module(name: str) -> ModuleType:
+    """A script of results/default-job loaded as a module (its folder on sys.path, as when it runs)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
     spec = importlib.util.spec_from_file_location(f"default_job_{name}", HERE / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
