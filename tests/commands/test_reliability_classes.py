@@ -546,6 +546,15 @@ MESSAGES = [
         "the older checkpoint step-00000001 of this run fits: give --checkpoint step-00000001",
     ),
     case(
+        "messages-too-few-tokens-names-the-key-and-the-fix",
+        lambda c: ["train", "ptb-gpt-tiny", "--out", c.tmp / "o", "data.tokenizer=word", "train.max_steps=1",
+                   "data.train_file=" + str(c.write("train.txt", "a " * 30 + "\n")),
+                   "data.valid_file=" + str(c.write("valid.txt", "a a a\n"))],
+        "31 tokens are too few for 16 streams",
+        "data.batch_size=16",
+        "lower data.batch_size to at most 15",
+    ),
+    case(
         "messages-resume-names-the-older-checkpoint-that-fits",
         _newest_of_another_width(resume=True),
         "the older checkpoint step-00000001 fits: move",

@@ -334,10 +334,21 @@ class SharingStrategy(VocabularyTables):
             return q.device
         return torch.device("cpu")
 
+    def _weights_dtype(self) -> torch.dtype | None:
+        """The floating dtype of the strategy's first own floating parameter (None when it has none)."""
+        for p in self._parameters.values():
+            if p is not None and p.is_floating_point():
+                return p.dtype
+        for q in self.parameters():
+            if q.is_floating_point():
+                return q.dtype
+        return None
+
     def _check_width(self, h: Tensor) -> None:
-        """Hidden states at the boundary: floating point, ending in ``dim``, on the weights' device
-        (one-line ``inputs.InputTypeError`` / ``InputValueError``; no host sync)."""
-        check_hidden(h, self.dim, self._weights_device())
+        """Hidden states at the boundary: floating point, ending in ``dim``, on the weights' device, of the
+        weights' dtype outside autocast (one-line ``inputs.InputTypeError`` / ``InputValueError``; no host
+        sync)."""
+        check_hidden(h, self.dim, self._weights_device(), self._weights_dtype())
 
     def logits(self, h: Tensor) -> Tensor:
         """(..., d) hidden states -> (..., V) logits."""

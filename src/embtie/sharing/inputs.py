@@ -64,14 +64,20 @@ def check_ids(ids: object, vocab_size: int, device: torch.device) -> Tensor:
     return t
 
 
-def check_hidden(h: object, dim: int, device: torch.device) -> Tensor:
-    """Hidden states for ``logits``/``loss``: a floating tensor (..., dim) on ``device`` (the strategy's)."""
+def check_hidden(h: object, dim: int, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:
+    """Hidden states for ``logits``/``loss``: a floating tensor (..., dim) on ``device`` (the strategy's), of
+    the weights' ``dtype`` unless autocast is on for that device (where torch casts both itself)."""
     t = _tensor(h, "hidden states", "floating-point numbers")
     if not t.is_floating_point():
         raise InputTypeError(f"hidden states must be floating point (e.g. torch.float32), not {t.dtype}")
     if t.dim() == 0 or t.shape[-1] != dim:
         raise InputValueError(f"hidden states {tuple(t.shape)} must end in the strategy's dim={dim}")
     _same_device(t, device, "hidden states", "the strategy's weights are")
+    if dtype is not None and t.dtype != dtype and not torch.is_autocast_enabled(t.device.type):
+        raise InputTypeError(
+            f"hidden states are {t.dtype} but the strategy's weights are {dtype}; cast one to the other "
+            f"(h.to({dtype}) or strategy.to({t.dtype})), or call it under torch.autocast({t.device.type!r})"
+        )
     return t
 
 

@@ -75,11 +75,12 @@ def encode(vocab: Vocab, tokens: list[str] | tuple[str, ...]) -> Tensor:
     return vocab.encode(list(tokens))
 
 
-def batchify(ids: Tensor, streams: int) -> Tensor:
-    """(N,) -> (streams, N // streams): the stream cut into contiguous rows (the tail is dropped)."""
+def batchify(ids: Tensor, streams: int, fix: str = "") -> Tensor:
+    """(N,) -> (streams, N // streams): the stream cut into contiguous rows (the tail is dropped); each row
+    needs 2 tokens (an input and its target). ``fix`` completes the one-line error (what to change)."""
     n = ids.numel() // streams
     if n < 2:
-        raise DataError(f"{ids.numel()} tokens are too few for {streams} streams")
+        raise DataError(f"{ids.numel()} tokens are too few for {streams} streams of at least 2 tokens{fix}")
     return ids[: n * streams].view(streams, n)
 
 
@@ -101,7 +102,9 @@ class Streams:
         if self._train is None:
             toks = tokens(self.corpus, "train")
             ids = encode(self.vocab, toks if self.data.train_tokens is None else toks[: self.data.train_tokens])
-            self._train = batchify(ids, self.data.batch_size)
+            b = self.data.batch_size
+            fix = f" (data.batch_size={b}): lower data.batch_size to at most {ids.numel() // 2}, or train on more text"
+            self._train = batchify(ids, b, "" if ids.numel() < 2 else fix)
         return self._train
 
     def steps_per_epoch(self) -> int:
@@ -143,5 +146,7 @@ class Streams:
                 ids = ids[: d.valid_tokens]
             # short files get fewer streams, so that they keep most of their tokens
             streams = max(1, min(d.eval_batch_size, ids.numel() // (d.bptt + 1)))
-            self._eval[key] = batchify(ids, streams)
+            where = f" in the {split} text" + (f" ({path})" if path is not None else "")
+            fix = f"{where}: an evaluation needs at least 2 tokens; give it more text"
+            self._eval[key] = batchify(ids, streams, fix)
         return self._eval[key]
