@@ -84,6 +84,8 @@ def test_raw_corpus_to_decided_verdicts_within_15_minutes(server, tmp_path):
 
     assert 1.5e6 < size < 2.5e6
     res = json.loads((tmp_path / "runs" / "journey" / "results.json").read_text())
+    for metric, table in res["verdicts"].items():  # the answer the journey reached, for the log
+        print(f"  {metric}: " + "; ".join(f"{s} {d['verdict']}" for s, d in table["decisions"].items()))
     assert res["metric"] == "valid_bpb" and {"valid_bpb", "test_bpb", "test_ppl"} <= set(res["verdicts"])
     assert res["title"].startswith("corpus/train.txt, BPE subwords of 4,000 pieces")
     if not cheap:
