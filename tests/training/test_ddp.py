@@ -92,3 +92,32 @@ def test_tying_survives_ddp_wrapping(tmp_path):
         assert torch.equal(x, shared[batch.inputs[0, 0]])
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("name", ["tie-untie", "tied"])
+def test_a_strategy_with_idle_parameters_trains_through_ddp(tmp_path, name):
+    """tie-untie's O gets no gradient before the untie: DDP must be told to look for unused parameters (it
+    raised "Expected to have finished reduction in the prior iteration" on the second step); strategies
+    whose parameters all learn every step keep DDP's cheaper default."""
+    from embtie.runtime import Runtime
+    from embtie.training.parallel import prepare
+
+    cfg = load_config("ptb-gpt-tiny", [*OVERRIDES, f"sharing.name={name}"])
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        task = get_task("lm")(cfg)
+        model = task.build_model()
+        ddp = prepare(model, Objective(model, task), cfg.train, Runtime(world_size=2))  # the DDP branch
+        assert isinstance(ddp, DistributedDataParallel) and ddp.find_unused_parameters == (name == "tie-untie")
+        opt = build_optimizer(model, cfg.train)
+        for step in range(4):  # the untie happens at step round(2/3 * 4) = 3
+            model.sharing.on_train_step(step, 4, opt)
+            obj, _, _, _ = ddp(task.train_batch(0, step, 0, 1, torch.device("cpu")), None)
+            obj.backward()
+            opt.step()
+            opt.zero_grad()
+        if name == "tie-untie":
+            assert model.sharing.is_untied
+    finally:
+        dist.destroy_process_group()

@@ -9,6 +9,8 @@ embedding group, every parameter uses train.lr, and nothing happens between opti
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -17,6 +19,9 @@ class VocabularyTables(nn.Module):
     """A module with tables indexed by token id (subclasses set ``vocab_size``)."""
 
     vocab_size: int
+    idle_parameters: ClassVar[bool] = False
+    """Whether some parameter gets no gradient on some steps (tie-untie's O before the untie): data-parallel
+    training must then look for unused parameters each step (DDP's ``find_unused_parameters``)."""
 
     def vocabulary_tables(self) -> list[nn.Parameter]:
         """The parameters that get the optimizer's embedding group (``embedding_weight_decay``): by default

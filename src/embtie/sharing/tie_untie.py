@@ -34,6 +34,7 @@ class TieUntie(Tied):
     untied: Tensor
     """0-d buffer, 1 once the matrices are untied (saved with the weights)."""
 
+    idle_parameters: ClassVar[bool] = True  # O gets no gradient until the untie
     declared_options: ClassVar[dict[str, Setting]] = {
         "untie_at": Setting("the fraction of training after which O <- E and the matrices learn apart", ge=0, le=1),
     }

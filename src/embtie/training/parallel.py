@@ -29,6 +29,7 @@ from embtie import runtime
 from embtie.config import TrainConfig
 from embtie.errors import ConfigError
 from embtie.sharing.base import SharingStrategy
+from embtie.sharing.capabilities import VocabularyTables
 
 SHARING_FORWARD_METHODS = ("embed", "logits", "loss", "regularization")
 """the strategy methods a model or task calls in a forward pass (each gathers the unit under FSDP)."""
@@ -90,7 +91,12 @@ def prepare(model: nn.Module, objective: nn.Module, tc: TrainConfig, rt: runtime
         shard_model(model)
     elif rt.distributed:
         dev = rt.device
-        objective = DistributedDataParallel(objective, device_ids=[dev.index] if dev.type == "cuda" else None)
+        # a module whose parameters sit idle on some steps (tie-untie's O before the untie) makes DDP search the
+        # graph for unused parameters; only then, since the search costs a traversal per step
+        idle = any(isinstance(m, VocabularyTables) and m.idle_parameters for m in model.modules())
+        objective = DistributedDataParallel(
+            objective, device_ids=[dev.index] if dev.type == "cuda" else None, find_unused_parameters=idle
+        )
     if tc.compile:
         objective = cast(nn.Module, torch.compile(objective))  # a compiled module is a module (OptimizedModule)
     return objective
