@@ -135,6 +135,13 @@ def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="with --test: the text to test on instead of the test split",
     )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="LABEL",
+        help=f"the strategy (a label of --strategies) every other one is tested against (default "
+        f"{comparison.BASELINE}), e.g. untied to ask what a zero-initialised head changes against untied",
+    )
 
     parser.add_argument(
         "--analysis",
@@ -286,8 +293,22 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         metric=args.metric,
         test=args.test or args.test_file is not None,
         test_file=args.test_file,
+        baseline=_baseline(args.baseline, [label for label, _, _ in parsed]),
     )
     return spec, default_job
+
+
+def _baseline(given: str | None, labels: list[str]) -> str:
+    """The baseline label: ``--baseline`` when given (one of ``labels``), else tied."""
+    from embtie import comparison
+    from embtie.errors import ConfigError
+
+    if given is None:
+        return comparison.BASELINE
+    if given not in labels:
+        raise ConfigError(f"--baseline {given!r} is not among --strategies ({','.join(labels)}); add it there or "
+                          "name one of them")  # fmt: skip
+    return given
 
 
 def _check_no_idle_options(args: argparse.Namespace, overrides: list[str]) -> None:

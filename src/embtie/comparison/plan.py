@@ -115,6 +115,8 @@ class CompareSpec:
     """``--test``: every finished run is also evaluated on the test split, reported beside validation."""
     test_file: str | None = None
     """``--test-file``: the text the runs are tested on instead of their test split."""
+    baseline: str = BASELINE
+    """``--baseline``: the label every other strategy is tested against (one of ``strategies``)."""
 
     def seeds_of(self, label: str) -> int:
         return self.seed_counts.get(label, self.seeds)
@@ -147,6 +149,8 @@ class CompareSpec:
             parts += ["--test"]
         if self.test_file is not None:
             parts += ["--test-file", self.test_file]
+        if self.baseline != BASELINE:
+            parts += ["--baseline", self.baseline]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 

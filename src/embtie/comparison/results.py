@@ -187,19 +187,22 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
         seeds=spec.seeds,
         overrides=spec.overrides,
         command=spec.command(),
-        baseline=BASELINE,
+        baseline=spec.baseline,
         rows=rows,
         summary={name: StrategySummary.of([x for x in rows if x.strategy == name]) for name in strategies},
         tests=tests_vs_baseline(
-            per_run, rows, _valid_units, _valid_ppl, stats.perplexity_bootstrap, higher_is_better=False
+            per_run, rows, _valid_units, _valid_ppl, stats.perplexity_bootstrap, False, spec.baseline
         ),
         bleu_tests=tests_vs_baseline(
-            per_run, rows, _bleu_stats, _bleu, lambda a, b: stats.bleu_bootstrap(a, b, smooth=smooth), True
+            per_run, rows, _bleu_stats, _bleu, lambda a, b: stats.bleu_bootstrap(a, b, smooth=smooth), True,
+            spec.baseline,
         ),
-        vu_tests=tests_vs_baseline(per_run, rows, _word_incidence, _vu, stats.vocab_usage_bootstrap, True),
+        vu_tests=tests_vs_baseline(
+            per_run, rows, _word_incidence, _vu, stats.vocab_usage_bootstrap, True, spec.baseline
+        ),
         per_run=per_run,
         update_dynamics=_similarities(spec, per_run),
-        verdicts=all_verdicts(rows, BASELINE, spec.margins, spec.design),
+        verdicts=all_verdicts(rows, spec.baseline, spec.margins, spec.design),
         seeding=_seeding_schemes(per_run),
         metric=None if spec.metric is None else primary_metric(rows, spec.metric),
         title=data_title(runs[0].cfg, per_run[0].diag.vocab_size),
@@ -273,22 +276,23 @@ def tests_vs_baseline(
     seed_value: SeedValue,
     bootstrap: Callable[[np.ndarray, np.ndarray], dict[str, Any]],
     higher_is_better: bool,
+    baseline: str = BASELINE,
 ) -> dict[str, BaselineTest]:
     """Every strategy against the baseline: ``bootstrap`` over the per-unit statistics ``unit_stats``
     (paired, the seeds both have), combined with Welch's test over the per-seed values ``seed_value``, and
     the verdict. {} when the baseline is missing or some run lacks the statistics."""
     strategies = list(dict.fromkeys(p.strategy for p in per_run))
-    if BASELINE not in strategies or any(unit_stats(p.arrays) is None for p in per_run):
+    if baseline not in strategies or any(unit_stats(p.arrays) is None for p in per_run):
         return {}
-    base = _seed_stack(per_run, BASELINE, unit_stats)
+    base = _seed_stack(per_run, baseline, unit_stats)
     out = {}
     for name in strategies:
         mine = _seed_stack(per_run, name, unit_stats)
         n = min(len(base), len(mine))
-        if name == BASELINE or not n or mine[:n].shape[1:] != base[:n].shape[1:]:
+        if name == baseline or not n or mine[:n].shape[1:] != base[:n].shape[1:]:
             continue
         t = bootstrap(mine[:n], base[:n])
-        p_seeds = stats.seed_t_test(_seed_values(rows, name, seed_value), _seed_values(rows, BASELINE, seed_value))
+        p_seeds = stats.seed_t_test(_seed_values(rows, name, seed_value), _seed_values(rows, baseline, seed_value))
         stats.combine_with_seed_test(t, p_seeds)
         t["verdict"] = stats.verdict(t, higher_is_better=higher_is_better)
         out[name] = BaselineTest.of(t)

@@ -22,8 +22,11 @@ from embtie.errors import ConfigError
 def _design(spec: CompareSpec) -> SequentialDesign:
     if spec.design is None:
         raise ConfigError("rounds of seeds need a sequential design (--until-decided)")
-    if BASELINE not in spec.strategies:
-        raise ConfigError(f"--until-decided compares every strategy with {BASELINE}; add it to --strategies")
+    if spec.baseline not in spec.strategies:
+        raise ConfigError(
+            f"--until-decided compares every strategy with {spec.baseline}; add it to --strategies"
+            + ("" if spec.baseline != BASELINE else ", or name another listed one with --baseline")
+        )
     return spec.design
 
 
@@ -31,14 +34,14 @@ def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
     """The seeds every strategy should have after the next round, from the runs finished so far."""
     design = _design(spec)
     rows = [result_row(read_run(r)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
-    have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != BASELINE}
+    have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != spec.baseline}
     key = primary_metric(rows, spec.metric) if rows or spec.metric else TESTED[0].key
     metric = next(m for m in TESTED if m.key == key)
     margin = spec.margins.get(metric.key, DEFAULT_MARGINS[metric.key])
-    verdicts = metric_verdicts(rows, BASELINE, metric, margin, design) if rows else None
+    verdicts = metric_verdicts(rows, spec.baseline, metric, margin, design) if rows else None
     decided = {} if verdicts is None else {s: d for s in have if (d := verdicts.decision(s)) is not None}
     want = seeds_wanted(design, decided, have)
-    want[BASELINE] = max(want.values(), default=design.first)
+    want[spec.baseline] = max(want.values(), default=design.first)
     return want
 
 

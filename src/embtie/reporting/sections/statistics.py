@@ -41,7 +41,7 @@ def _perplexity_row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.comparison.summary[n]
     t = ctx.comparison.tests.get(n)
     if t is None and n != ctx.baseline:
-        cells = ["-", "-", "no tied baseline in this comparison"]
+        cells = ["-", "-", f"no {ctx.baseline} baseline in this comparison"]
     else:
         cells = delta_cells(ctx, "valid_ppl", t, n, 1)
     return [n, ci(s.valid_ppl), *cells, ci(s.best_valid_ppl), ci(s.step0_loss, 2)]
@@ -53,7 +53,7 @@ def validation_perplexity(ctx: ReportContext) -> list[Block]:
         [
             "strategy",
             "valid ppl: mean ± std [95% CI]",
-            "Δ ppl vs tied [95% CI]",
+            f"Δ ppl vs {ctx.baseline} [95% CI]",
             "p: bootstrap / paired seeds",
             "verdict",
             "best valid ppl",
@@ -68,12 +68,14 @@ def validation_perplexity(ctx: ReportContext) -> list[Block]:
     )
     vals = seed_values(ctx, lambda x: x.valid_ppl)
     figure = Figure(
-        plots.metric_by_strategy(vals, ctx.out_dir / "valid_ppl.png", "validation perplexity", log=True),
+        plots.metric_by_strategy(
+            vals, ctx.out_dir / "valid_ppl.png", "validation perplexity", baseline=ctx.baseline, log=True
+        ),
         "Final validation perplexity per strategy (log axis): geometric mean over seeds with its 95% interval, "
-        "seeds as dots, tied's geometric mean dotted.",
+        f"seeds as dots, {ctx.baseline}'s geometric mean dotted.",
         ctx.cmd,
     )
-    return [Heading("Validation perplexity and significance against tied"), table, figure]
+    return [Heading(f"Validation perplexity and significance against {ctx.baseline}"), table, figure]
 
 
 def throughput(ctx: ReportContext) -> list[Block]:

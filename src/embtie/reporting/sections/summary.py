@@ -146,7 +146,7 @@ def plain_summary(ctx: ReportContext) -> list[str]:
     metric, label = _primary(ctx)
     base = _baseline_summary(ctx, SUMMARIES[metric])
     if base is None or base.n == 0:
-        return ["There is no baseline (`tied`) in this comparison, so no strategy is compared with one."]
+        return [f"There is no baseline (`{ctx.baseline}`) in this comparison, so no strategy is compared with one."]
     digits = {"bleu": 2, "valid_bpb": 3}.get(metric, 1)
     lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, digits)} (mean over seeds)."]
     v = ctx.comparison.verdicts.get(metric)

@@ -51,16 +51,17 @@ def _label(ctx: ReportContext, v: MetricVerdicts) -> str:
 
 
 def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
-    unit = "% of tied" if v.relative else ""
+    unit = f"% of {ctx.baseline}" if v.relative else ""
     better = "higher" if v.higher_is_better else "lower"
     rows = [[n, *_cells(d, v)] for n in ctx.names if (d := v.decision(n)) is not None]
-    delta = f"Δ vs tied{' (' + unit + ')' if unit else ''} [CI (confidence)]"
+    delta = f"Δ vs {ctx.baseline}{' (' + unit + ')' if unit else ''} [CI (confidence)]"
     header = ["strategy", "paired seeds", delta, "CI (equivalence)", "margin",
               "verdict", "p: difference / equivalence (Holm)", "test", "seeds to decide (80% power)"]  # fmt: skip
     return Table(
         header,
         rows,
-        f"{_label(ctx, v)} ({better} is better). Δ: strategy minus tied, per pair of equal seed, then averaged; "
+        f"{_label(ctx, v)} ({better} is better). Δ: strategy minus {ctx.baseline}, per pair of equal seed, then "
+        f"averaged; "
         f"Student-t intervals over the pairs, each at the level its Holm step tested (1 - a/(m - k) for the "
         f"difference, 1 - 2a/(m - k) for equivalence), so an interval excludes 0 or lies inside the margin exactly "
         f"when its test rejects. Equivalent: the equivalence interval lies inside the margin (TOST); "
@@ -87,14 +88,14 @@ def pairing_table(ctx: ReportContext, metric: str) -> Table | None:
                          f"{100 * p.variance_removed:.0f}%{mark}"])  # fmt: skip
     if not rows:
         return None
-    header = ["strategy", "seeds", f"correlation with tied ({tested.label})", "sd of paired differences",
+    header = ["strategy", "seeds", f"correlation with {ctx.baseline} ({tested.label})", "sd of paired differences",
               "sd if seeds were independent", "variance removed by pairing"]  # fmt: skip
     return Table(
         header,
         rows,
-        "What pairing by seed buys: the per-seed values' correlation with tied, the spread of the per-seed "
-        "differences (percent of tied), the spread independent seeds would give, and the share of the "
-        "difference's variance that pairing removes (embtie.decisions.pairing)." + _negative_note(rows),
+        f"What pairing by seed buys: the per-seed values' correlation with {ctx.baseline}, the spread of the "
+        f"per-seed differences (percent of {ctx.baseline}), the spread independent seeds would give, and the share "
+        "of the difference's variance that pairing removes (embtie.decisions.pairing)." + _negative_note(rows),
     )
 
 
