@@ -9,6 +9,7 @@ import json
 import pytest
 
 from embtie import cli
+from embtie.errors import ConfigError
 from tiny_runs import TINY_GPT_BODY
 
 TINY = [*TINY_GPT_BODY, "train.max_steps=8", "train.eval_every=4", "train.eval_batches=2", "train.checkpoint_every=0"]
@@ -38,3 +39,21 @@ def test_a_baseline_outside_the_strategies_is_refused_in_one_line(tmp_path, caps
     assert err == ["embtie compare: error: --baseline 'l2norm' is not among --strategies (tied,untied); add it "
                    "there or name one of them"]  # fmt: skip
     assert not (tmp_path / "cmp").exists()
+
+
+def test_a_variant_may_carry_config_overrides_of_its_own_arm():
+    """``LABEL=NAME:train.lr=...``: a dotted key is a config override of that arm's runs alone (per-table learning
+    rates, a deeper body for a parameter-matched arm), written back in the reproducing command."""
+    from embtie import comparison
+
+    parsed = [comparison.parse_strategy(s) for s in ("untied", "untied-lr2=untied:train.lr=0.002:model.n_layers=3")]
+    spec = comparison.CompareSpec(strategies=[p[0] for p in parsed], seeds=1, overrides=["train.lr=0.001"],
+                                  variants={p[0]: (p[1], p[2]) for p in parsed if p[2]})  # fmt: skip
+    runs = {r.strategy: r.cfg for r in comparison.plan(spec, folders=False)}
+    assert (runs["untied"].train.lr, runs["untied"].model.n_layers) == (0.001, 2)
+    assert (runs["untied-lr2"].train.lr, runs["untied-lr2"].model.n_layers) == (0.002, 3)
+    assert runs["untied-lr2"].sharing.name == "untied" and runs["untied-lr2"].sharing.options == {}
+    assert "untied-lr2=untied:train.lr=0.002:model.n_layers=3" in spec.command()
+    bad = comparison.parse_strategy("x=tied:sharing.name=untied")
+    with pytest.raises(ConfigError, match=r"sharing\.name and seed come from the comparison itself"):
+        comparison.plan(comparison.CompareSpec(strategies=["x"], variants={"x": (bad[1], bad[2])}), folders=False)

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"comma-separated strategies (default {','.join(comparison.DEFAULT_STRATEGIES)}; "
         "'all' = the twelve seed strategies + ngpt). A variant with options gets a label: "
-        "LABEL=NAME:key=value:key=value, e.g. adaptive-l2norm=adaptive:within=l2norm",
+        "LABEL=NAME:key=value:key=value, e.g. adaptive-l2norm=adaptive:within=l2norm; a dotted key is a config "
+        "override of that arm alone, e.g. untied-lr2=untied:train.lr=0.002",
     )
     parser.add_argument(
         "--seeds",

@@ -224,7 +224,8 @@ def split_strategies(text: str) -> list[str]:
 def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
     """(label, strategy name, options) of one --strategies entry: ``NAME`` or ``LABEL=NAME:key=value:...``
     (a labelled variant, e.g. ``adaptive-l2norm=adaptive:within=l2norm``; values are read by
-    ``embtie.schema.parse_scalar``, as ``key=value`` overrides are: ``z_loss=1e-4`` is a number)."""
+    ``embtie.schema.parse_scalar``, as ``key=value`` overrides are: ``z_loss=1e-4`` is a number). A dotted
+    key (``train.lr=3e-3``, ``model.n_layers=3``) is a config override of this arm alone (``plan``)."""
     head, *opts = item.split(":")
     label, _, name = head.partition("=")
     if not name:
@@ -269,8 +270,14 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
         raise ConfigError("do not set sharing.name in a comparison; list strategies with --strategies a,b,c")
     runs = []
     for label in spec.strategies:
-        name, variant_opts = spec.variants.get(label, (label, {}))
-        base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
+        name, opts = spec.variants.get(label, (label, {}))
+        # dotted keys of a variant are config overrides of its runs alone (after the comparison's own)
+        arm = [f"{k}={_yaml_value(v)}" for k, v in opts.items() if "." in k]
+        variant_opts = {k: v for k, v in opts.items() if "." not in k}
+        if any(o.split("=", 1)[0] in ("sharing.name", "seed") for o in arm):
+            raise ConfigError(f"--strategies {spec.strategy_text(label)}: sharing.name and seed come from the "
+                              "comparison itself; give the strategy after '=' and seeds with --first-seed")  # fmt: skip
+        base = load_config(spec.preset, [*(o for o in spec.overrides if o not in user_opts), *arm])
         # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
         # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
         # in their output layer. Options the strategy does not accept (another strategy's own, such
