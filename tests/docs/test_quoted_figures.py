@@ -60,21 +60,21 @@ class Folder:
         """Difference of the seed means, percent of the baseline's."""
         return 100 * (self.mean(strategy, column) / self.mean(baseline, column) - 1)
 
-    def decision(self, metric: str, strategy: str) -> Decision:
+    def decision(self, metric: str, strategy: str, baseline: str = "tied") -> Decision:
         """The verdict the folder's report prints: the saved one of a sequential design (results.json's
         verdicts with looks), else recomputed from the per-seed values (one look, Holm, default margins)."""
         saved = self.saved.get("verdicts", {}).get(metric)
         if saved is not None and "looks at" in saved["design"]:
             d = saved["decisions"][strategy]
             return Decision(**{**d, "ci": tuple(d["ci"]), "tost_ci": tuple(d["tost_ci"])})
-        d = all_verdicts(self.rows, "tied")[metric].decision(strategy)
+        d = all_verdicts(self.rows, baseline)[metric].decision(strategy)
         assert d is not None
         return d
 
-    def said(self, metric: str, strategy: str) -> str:
+    def said(self, metric: str, strategy: str, baseline: str = "tied") -> str:
         """A verdict as the documents write it: 'worse, -6.25 [-12.33, -0.17] (97.5%)', 'equivalent within
         ±0.5, +0.25 [-0.00, +0.50] (97.5%)', 'undecided, ... ; about 57 paired seeds would decide it'."""
-        d = self.decision(metric, strategy)
+        d = self.decision(metric, strategy, baseline)
         c_diff, c_eq = d.confidences()
         unit = "%" if d.relative else ""
         lo, hi = d.tost_ci if d.verdict == "equivalent" else d.ci
@@ -160,7 +160,9 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")))),
     (R, "step-0 loss tied {:.2f} vs ln V {:.2f}", "su-convergence", lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"))),
     (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
-    (R, "untied: {} |", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
+    (R, "untied: {};", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
+    *[(R, f"{name}: {{}}", "su-convergence", lambda f, n=name: f.said("valid_ppl", n, "tied-loginit")) for name in ("tied-shuffle", "untied", "tied-bert")],
+    *[(P, f"\n{name}: {{}}", "su-convergence", lambda f, n=name: f.said("valid_ppl", n, "tied-loginit")) for name in ("tied-shuffle", "untied", "tied-bert")],
     (R, "l2norm {}; cosine", "liu-decisive/transformer", lambda f: f.said("bleu", "l2norm")),
     (R, "cosine {}: the paper", "liu-decisive/transformer", lambda f: f.said("bleu", "cosine")),
     (R, "l2norm {}; cosine {}. These held", "liu-decisive/transformer",
@@ -368,3 +370,15 @@ LINK_ONLY: dict[str, set[str]] = {
 }
 """document -> results folders it links without quoting a figure of theirs."""
 
+
+
+def test_su_ordering_page_is_what_its_script_writes():
+    """results/su-convergence/ordering.md is its script's output from results.json, byte for byte."""
+    import importlib.util
+
+    path = ROOT / "results" / "su-convergence" / "ordering.py"
+    spec = importlib.util.spec_from_file_location("su_ordering", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (path.parent / "ordering.md").read_text(encoding="utf-8") == module.ordering_markdown()

@@ -95,7 +95,8 @@ def pairing_table(ctx: ReportContext, metric: str) -> Table | None:
         rows,
         f"What pairing by seed buys: the per-seed values' correlation with {ctx.baseline}, the spread of the "
         f"per-seed differences (percent of {ctx.baseline}), the spread independent seeds would give, and the share "
-        "of the difference's variance that pairing removes (embtie.decisions.pairing)." + _negative_note(rows),
+        "of the difference's variance that pairing removes (embtie.decisions.pairing)."
+        + _negative_note(rows, ctx.baseline),
     )
 
 
@@ -108,8 +109,9 @@ NEGATIVE_NOTE = (
 """the footnote of a pairing table with a negative "variance removed"."""
 
 
-def _negative_note(rows: list[list[str]]) -> str:
-    return NEGATIVE_NOTE if any(r[-1].endswith("†") for r in rows) else ""
+def _negative_note(rows: list[list[str]], baseline: str = "tied") -> str:
+    """NEGATIVE_NOTE (naming ``baseline``) when a row has a negative share, else nothing."""
+    return NEGATIVE_NOTE.replace("tied's", f"{baseline}'s") if any(r[-1].endswith("†") for r in rows) else ""
 
 
 def verdicts(ctx: ReportContext) -> list[Block]:
