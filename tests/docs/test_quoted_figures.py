@@ -60,18 +60,18 @@ class Folder:
         """Difference of the seed means, percent of the baseline's."""
         return 100 * (self.mean(strategy, column) / self.mean(baseline, column) - 1)
 
-    def decision(self, metric: str, strategy: str, baseline: str = "tied") -> Decision:
+    def decision(self, metric: str, strategy: str, baseline: str | None = None) -> Decision:
         """The verdict the folder's report prints: the saved one of a sequential design (results.json's
         verdicts with looks), else recomputed from the per-seed values (one look, Holm, default margins)."""
         saved = self.saved.get("verdicts", {}).get(metric)
-        if saved is not None and "looks at" in saved["design"]:
+        if saved is not None and "looks at" in saved["design"] and baseline is None:
             d = saved["decisions"][strategy]
             return Decision(**{**d, "ci": tuple(d["ci"]), "tost_ci": tuple(d["tost_ci"])})
-        d = all_verdicts(self.rows, baseline)[metric].decision(strategy)
+        d = all_verdicts(self.rows, baseline or self.saved.get("baseline", "tied"))[metric].decision(strategy)
         assert d is not None
         return d
 
-    def said(self, metric: str, strategy: str, baseline: str = "tied") -> str:
+    def said(self, metric: str, strategy: str, baseline: str | None = None) -> str:
         """A verdict as the documents write it: 'worse, -6.25 [-12.33, -0.17] (97.5%)', 'equivalent within
         ±0.5, +0.25 [-0.00, +0.50] (97.5%)', 'undecided, ... ; about 57 paired seeds would decide it'."""
         d = self.decision(metric, strategy, baseline)
@@ -150,6 +150,7 @@ def document(name: str) -> str:
 
 
 R, P, D = "README.md", "docs/reproductions.md", "docs/results.md"
+M = "results/modded-nanogpt-head/README.md"
 Expr = Callable[[Folder], Any]
 
 FIGURES: list[tuple[str, str, str, Expr]] = [
@@ -162,6 +163,9 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
     (R, "untied: {};", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
     *[(R, f"{name}: {{}}", "su-convergence", lambda f, n=name: f.said("valid_ppl", n, "tied-loginit")) for name in ("tied-shuffle", "untied", "tied-bert")],
+    (M, "| untied vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "untied")),
+    (M, "| tie-untie vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "tie-untie")),
+    (M, "| tie-untie vs untied | {} |", "modded-nanogpt-head/untie-vs-untied", lambda f: f.said("valid_ppl", "tie-untie")),
     *[(P, f"\n{name}: {{}}", "su-convergence", lambda f, n=name: f.said("valid_ppl", n, "tied-loginit")) for name in ("tied-shuffle", "untied", "tied-bert")],
     (R, "l2norm {}; cosine", "liu-decisive/transformer", lambda f: f.said("bleu", "l2norm")),
     (R, "cosine {}: the paper", "liu-decisive/transformer", lambda f: f.said("bleu", "cosine")),
