@@ -156,3 +156,36 @@ def test_cli_refuses_an_unknown_format_in_one_line(run, capsys):
     assert main(["analyze", str(run), "--quantize", "int8,fp3"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--quantize 'fp3': no such format; choose from int8, int4" in err
+
+
+FLAT = [n for n in sharing.names() if n != "adaptive"]
+
+
+@pytest.mark.parametrize("name", FLAT)
+def test_every_flat_strategy_is_unchanged_when_its_stored_tables_are_on_the_grid(name):
+    """Every strategy with one flat table evaluates with its tables quantized (a finite loss that moves),
+    and not at all when the stored tensors both roles read are on the int4 grid."""
+    torch.manual_seed(2)
+    s = sharing.build(name, vocab_size=16, dim=8)
+    h, y = torch.randn(3, 4, 8), torch.randint(0, 16, (3, 4))
+    ids = torch.randint(0, 16, (3, 4))
+    with torch.no_grad():
+        before = s.loss(h + s.embed(ids), y)
+        with quantized(s, "int4", "both"):
+            moved = s.loss(h + s.embed(ids), y)
+        assert torch.isfinite(moved) and moved != before
+        roles = stored_tables(s)
+        for attr in dict.fromkeys((roles.input, roles.output)):
+            t = getattr(s, attr)
+            k = torch.clamp(torch.round(t * 2**3), -7, 7)
+            k[:, 0] = 7
+            t.copy_(k * 2.0**-3)
+        full = s.loss(h + s.embed(ids), y)
+        with quantized(s, "int4", "both"):
+            assert torch.equal(s.loss(h + s.embed(ids), y), full)
+
+
+def test_adaptive_is_refused_in_one_line():
+    s = sharing.build("adaptive", vocab_size=40, dim=8, cutoffs=[10, 20])
+    with pytest.raises(ConfigError, match="keeps per-cluster tables, not one"):
+        stored_tables(s)
