@@ -189,3 +189,13 @@ def test_adaptive_is_refused_in_one_line():
     s = sharing.build("adaptive", vocab_size=40, dim=8, cutoffs=[10, 20])
     with pytest.raises(ConfigError, match="keeps per-cluster tables, not one"):
         stored_tables(s)
+
+
+def test_a_damaged_table_is_measured_again(run):
+    quantization_table.measure(run, ["int4"], ["both"], baseline=False)
+    p = run / "analysis" / "quantization.json"
+    for damaged in ('{"version": 1, "cells": []}', "not json", '{"version": 99}'):
+        p.write_text(damaged, encoding="utf-8")
+        assert quantization_table.read(run) is None
+        table = quantization_table.measure(run, ["int4"], ["both"], baseline=False)
+        assert table.cell("int4", "both") is not None and quantization_table.read(run) == table

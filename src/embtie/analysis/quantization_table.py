@@ -23,6 +23,7 @@ from embtie.analysis.json_records import Record, optional
 from embtie.analysis.quantization import FORMATS
 from embtie.analysis.quantized_tables import TABLES, quantized, stored_tables
 from embtie.analysis.records import Provenance
+from embtie.errors import DataError
 from embtie.rundir import provenance
 from embtie.rundir.checkpoints import write_atomic
 from embtie.sharing.base import strategy_of
@@ -78,7 +79,7 @@ def read(run_dir: Path) -> QuantizationTable | None:
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
         table = QuantizationTable.from_json(raw) if isinstance(raw, dict) and raw.get("version") == VERSION else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, DataError):  # missing, not JSON, or not a table: measured again
         return None
     prov = None if table is None else table.provenance
     if prov is None or provenance.stale_reason(Path(run_dir), prov.checkpoint, prov.model_sha256) is not None:
