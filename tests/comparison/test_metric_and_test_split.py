@@ -22,7 +22,7 @@ def test_metric_names():
     key = verdicts.tested_key
     assert key("bpb") == "valid_bpb" and key("ppl") == "valid_ppl" and key("bleu") == "bleu"
     assert verdicts.primary_metric([], None) == "valid_ppl" and verdicts.primary_metric([], "bpb") == "valid_bpb"
-    with pytest.raises(ConfigError, match="--metric 'test_ppl' is not one of ppl, bpb, bleu, vu"):
+    with pytest.raises(ConfigError, match="--metric 'test_ppl' is not one of ppl, bpb, bleu, vu, ppl-int8, ppl-int4"):
         key("test_ppl")  # the test split never decides
 
 

@@ -12,12 +12,18 @@ from embtie.commands.common import device_arg, number_arg, path_arg
 if TYPE_CHECKING:
     from embtie.analysis.records import RunArrays, RunDiagnostics
 
-HELP = "diagnostics of one run: norms, norm vs frequency, word similarity, row updates, parameters, step-0 loss"
+HELP = (
+    "diagnostics of one run: norms, norm vs frequency, word similarity, row updates, parameters, step-0 loss; "
+    "with --quantize, the perplexity change of quantized tables"
+)
 DESCRIPTION = (
     "Compute the diagnostics of a trained run once from its checkpoint (RUN_DIR/analysis/diagnostics.json, "
-    "arrays.npz), then draw the plots from those files (RUN_DIR/analysis/*.png) and print a summary."
+    "arrays.npz), then draw the plots from those files (RUN_DIR/analysis/*.png) and print a summary. With "
+    "--quantize, also evaluate the run with its input table, its output matrix, and both fake-quantized in each "
+    "format (symmetric per-row absmax; a shared matrix quantized once) and write the perplexity change as "
+    "RUN_DIR/analysis/quantization.json and quantization.md."
 )
-EXAMPLES = ("embtie analyze runs/tied",)
+EXAMPLES = ("embtie analyze runs/tied", "embtie analyze runs/tied --quantize int8,int4")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +41,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="recompute the diagnostics even if they exist")
     parser.add_argument("--device", default="cpu", type=device_arg, help="cpu (default), cuda or cuda:N")
+    parser.add_argument(
+        "--quantize",
+        type=_formats_arg,
+        default=(),
+        metavar="FORMATS",
+        help="comma-separated formats (int8, int4): validation perplexity (and bits per byte) with the input "
+        "table, the output matrix and both fake-quantized per row, beside full precision",
+    )
+
+
+def _formats_arg(text: str) -> tuple[str, ...]:
+    """--quantize's formats (one line naming the formats there are when one is unknown)."""
+    from embtie.analysis.quantization import parse_formats
+    from embtie.errors import ConfigError
+
+    try:
+        return parse_formats(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def plot_run(diag: RunDiagnostics, arrays: RunArrays, out: Path, command: str) -> list[tuple[Path, str]]:
@@ -121,4 +146,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"diagnostics: {(out / 'diagnostics.json').resolve()}")
     for p, _ in figs:
         print(f"plot: {p.resolve()}")
+    if args.quantize:
+        _quantization(d, args)
     return 0
+
+
+def _quantization(d: Path, args: argparse.Namespace) -> None:
+    """Measure (or read, when current) the quantized evaluations and print their table and files."""
+    from embtie.analysis import quantization_table
+
+    command = f"embtie analyze {d} --quantize {','.join(args.quantize)}"
+    table = quantization_table.measure(d, args.quantize, device=args.device, command=command)
+    print(quantization_table.markdown(table), end="")
+    out = d / "analysis"
+    print(f"quantization: {(out / quantization_table.JSON_NAME).resolve()}")
+    print(f"              {(out / quantization_table.MD_NAME).resolve()}")

@@ -119,7 +119,10 @@ def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
         choices=tuple(METRIC_NAMES),
         default=None,
         help="the tested metric that decides (and that --until-decided stops on): ppl (perplexity per token), "
-        "bpb (bits per byte of the original text: comparable across tokenizers and vocabularies), bleu, vu. "
+        "bpb (bits per byte of the original text: comparable across tokenizers and vocabularies), bleu, vu, "
+        "ppl-int8 / ppl-int4 (perplexity with the input table and output matrix fake-quantized per row, a shared "
+        "matrix once, as `embtie analyze --quantize` does; measured for every finished run when the comparison "
+        "is reported; margin: valid_ppl's). "
         "Default: bleu where the runs decode, else ppl. Every metric the runs have is still tested and reported",
     )
     parser.add_argument(

@@ -109,8 +109,8 @@ class CompareSpec:
     analysis: str = DEFAULT_ANALYSIS
     """``auto``, ``full``, ``light`` or ``none``: how much each run is analysed (``analysis_level``)."""
     metric: str | None = None
-    """the tested metric that decides (``--metric``: ppl, bpb, bleu, vu; None: perplexity, or BLEU where
-    the runs decode)."""
+    """the tested metric that decides (``--metric``: ppl, bpb, bleu, vu, ppl-int8, ppl-int4; None: perplexity,
+    or BLEU where the runs decode)."""
     test: bool = False
     """``--test``: every finished run is also evaluated on the test split, reported beside validation."""
     test_file: str | None = None

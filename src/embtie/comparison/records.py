@@ -7,7 +7,7 @@ Field order is the key order of results.json (see ``embtie.analysis.json_records
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from embtie import stats
@@ -101,6 +101,8 @@ class RunRecord:
     run_dir: str
     test: TestResult | None = None
     """the run on the test split, when the comparison asked for it (``--test``)."""
+    quantized_ppl: dict[str, float] = field(default_factory=dict)
+    """format -> validation perplexity with both tables quantized, for the formats ``--metric`` asks for."""
 
 
 @dataclass(kw_only=True)
@@ -139,6 +141,11 @@ class ResultRow(Record):
     """perplexity on the test split (``embtie compare --test``)."""
     test_bpb: float | None = optional()
     """bits per byte of the test text (``embtie compare --test``, language models)."""
+    valid_ppl_int8: float | None = optional()
+    """validation perplexity with the input table and the output matrix fake-quantized to int8, a shared
+    matrix once (``embtie compare --metric ppl-int8``; ``embtie.analysis.quantized_tables``)."""
+    valid_ppl_int4: float | None = optional()
+    """the same with int4 (``--metric ppl-int4``)."""
 
 
 @dataclass(kw_only=True)
@@ -177,6 +184,8 @@ class StrategySummary(Record):
     """None when no run has it (older runs, other tasks); likewise the test-split summaries."""
     test_ppl: SeedSummary | None = optional()  # noqa: RUF009
     test_bpb: SeedSummary | None = optional()  # noqa: RUF009
+    valid_ppl_int8: SeedSummary | None = optional()  # noqa: RUF009
+    valid_ppl_int4: SeedSummary | None = optional()  # noqa: RUF009
 
     @classmethod
     def of(cls, rows: Sequence[ResultRow]) -> StrategySummary:
@@ -196,6 +205,8 @@ class StrategySummary(Record):
             valid_bpb=_summary_if_any([r.valid_bpb for r in rows]),
             test_ppl=_summary_if_any([r.test_ppl for r in rows]),
             test_bpb=_summary_if_any([r.test_bpb for r in rows]),
+            valid_ppl_int8=_summary_if_any([r.valid_ppl_int8 for r in rows]),
+            valid_ppl_int4=_summary_if_any([r.valid_ppl_int4 for r in rows]),
         )
 
 

@@ -18,7 +18,7 @@ from embtie import seeding, stats
 from embtie.analysis import frequency, run_diagnostics, update_dynamics
 from embtie.analysis.json_records import json_default
 from embtie.analysis.records import NormFrequency, RunArrays, RunDiagnostics
-from embtie.comparison import test_split
+from embtie.comparison import quantized_metric, test_split
 from embtie.comparison.data_title import data_title
 from embtie.comparison.plan import BASELINE, CompareSpec, PlannedRun
 from embtie.comparison.records import (
@@ -115,6 +115,7 @@ def read_run(r: PlannedRun, spec: CompareSpec | None = None) -> RunRecord:
         path_shares=update_dynamics.read_path_shares(r.run_dir),
         run_dir=str(r.run_dir),
         test=_test_result(r, spec),
+        quantized_ppl={} if spec is None else quantized_metric.perplexities(r, spec),
     )
 
 
@@ -151,6 +152,8 @@ def result_row(p: RunRecord) -> ResultRow:
         input_rows_per_batch=None if ru is None else ru.input_rows_per_batch,
         output_rows_per_batch=None if ru is None else ru.output_rows_per_batch,
         run_dir=p.run_dir,
+        valid_ppl_int8=p.quantized_ppl.get("int8"),
+        valid_ppl_int4=p.quantized_ppl.get("int4"),
     )
     _add_quality_columns(row, diag)
     return row

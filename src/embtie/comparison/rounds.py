@@ -33,11 +33,11 @@ def _design(spec: CompareSpec) -> SequentialDesign:
 def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
     """The seeds every strategy should have after the next round, from the runs finished so far."""
     design = _design(spec)
-    rows = [result_row(read_run(r)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
+    rows = [result_row(read_run(r, spec)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
     have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != spec.baseline}
     key = primary_metric(rows, spec.metric) if rows or spec.metric else TESTED[0].key
     metric = next(m for m in TESTED if m.key == key)
-    margin = spec.margins.get(metric.key, DEFAULT_MARGINS[metric.key])
+    margin = spec.margins.get(metric.margin_of, DEFAULT_MARGINS[metric.margin_of])
     verdicts = metric_verdicts(rows, spec.baseline, metric, margin, design) if rows else None
     decided = {} if verdicts is None else {s: d for s in have if (d := verdicts.decision(s)) is not None}
     want = seeds_wanted(design, decided, have)

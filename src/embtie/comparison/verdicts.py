@@ -42,14 +42,28 @@ TESTED = (
     TestedMetric("bleu", "BLEU", True, lambda r: r.bleu),
     TestedMetric("vu", "distinct words", True, lambda r: r.vu),
     TestedMetric("valid_bpb", "bits per byte", False, lambda r: r.valid_bpb),
+    TestedMetric("valid_ppl_int8", "perplexity, int8 tables", False, lambda r: r.valid_ppl_int8, "valid_ppl"),
+    TestedMetric("valid_ppl_int4", "perplexity, int4 tables", False, lambda r: r.valid_ppl_int4, "valid_ppl"),
     TestedMetric("test_ppl", "test perplexity", False, lambda r: r.test_ppl, "valid_ppl"),
     TestedMetric("test_bpb", "test bits per byte", False, lambda r: r.test_bpb, "valid_bpb"),
 )
 """Every metric a comparison tests where the runs have it. The test-split ones (``embtie compare --test``)
-are reported beside the validation ones and never decide anything: no sequential look reads them."""
+are reported beside the validation ones and never decide anything: no sequential look reads them. The
+quantized perplexities are measured only when ``--metric`` chooses one (``QUANTIZED``), and use the
+perplexity margin."""
 
-METRIC_NAMES = {"ppl": "valid_ppl", "bpb": "valid_bpb", "bleu": "bleu", "vu": "vu"}
+METRIC_NAMES = {
+    "ppl": "valid_ppl",
+    "bpb": "valid_bpb",
+    "bleu": "bleu",
+    "vu": "vu",
+    "ppl-int8": "valid_ppl_int8",
+    "ppl-int4": "valid_ppl_int4",
+}
 """``--metric`` NAME -> the tested metric that decides (the primary metric; validation only)."""
+
+QUANTIZED = {"valid_ppl_int8": "int8", "valid_ppl_int4": "int4"}
+"""tested metric -> the format both vocabulary tables are fake-quantized to (``embtie.analysis.quantization``)."""
 
 
 @dataclass(kw_only=True)

@@ -127,7 +127,13 @@ def _primary(ctx: ReportContext) -> tuple[str, str]:
     return metric, "BLEU-4" if ctx.comparison.captioning else "BLEU"
 
 
-LABELS = {"valid_ppl": "perplexity", "valid_bpb": "bits per byte", "vu": "distinct words"}
+LABELS = {
+    "valid_ppl": "perplexity",
+    "valid_bpb": "bits per byte",
+    "vu": "distinct words",
+    "valid_ppl_int8": "perplexity with int8 tables",
+    "valid_ppl_int4": "perplexity with int4 tables",
+}
 SUMMARIES: dict[str, Callable[[StrategySummary], SeedSummary | None]] = {
     "bleu": lambda s: s.bleu,
     "vu": lambda s: s.vu,
@@ -135,6 +141,8 @@ SUMMARIES: dict[str, Callable[[StrategySummary], SeedSummary | None]] = {
     "valid_bpb": lambda s: s.valid_bpb,
     "test_ppl": lambda s: s.test_ppl,
     "test_bpb": lambda s: s.test_bpb,
+    "valid_ppl_int8": lambda s: s.valid_ppl_int8,
+    "valid_ppl_int4": lambda s: s.valid_ppl_int4,
 }
 """tested metric -> its seed summary in a ``StrategySummary``."""
 TEST_OF = {"valid_ppl": "test_ppl", "valid_bpb": "test_bpb"}
