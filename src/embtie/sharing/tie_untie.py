@@ -34,6 +34,10 @@ class TieUntie(Tied):
     untied: Tensor
     """0-d buffer, 1 once the matrices are untied (saved with the weights)."""
 
+    zero_head_refusal = (
+        "is tied until the untie step, where O <- E replaces O's initial values: a zero O would never be used"
+    )
+
     declared_options: ClassVar[dict[str, Setting]] = {
         "untie_at": Setting("the fraction of training after which O <- E and the matrices learn apart", ge=0, le=1),
     }
