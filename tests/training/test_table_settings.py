@@ -12,6 +12,7 @@ from embtie import sharing
 from embtie.config import TrainConfig, load_config
 from embtie.errors import ConfigError
 from embtie.training.optim import build_optimizer, param_groups, set_lr
+from embtie.training.table_settings import TableSettings
 
 V, D = 30, 8
 
@@ -78,10 +79,20 @@ def test_a_tied_matrix_takes_the_embedding_settings_and_head_settings_are_refuse
     assert groups["embedding"]["lr_mult"] == pytest.approx(3.0) and groups["embedding"]["betas"] == (0.8, 0.9)
     with pytest.raises(ConfigError, match=r"train\.head_lr is set but model Host has no separate learned head"):
         param_groups(m, TrainConfig(head_lr=1e-2))
+    with pytest.raises(ConfigError, match=r"param_groups\(head=\.\.\.\) is given but model Host has no separate"):
+        param_groups(m, head=TableSettings(lr_mult=2.0))  # a loop of one's own, without a TrainConfig
     for name in ("tied", "l2norm", "fixed"):  # when the config is read, before anything is written
         with pytest.raises(ConfigError, match=f"train.head_betas is set but strategy '{name}' has no separate"):
             load_config("ptb-gpt-tiny", [f"sharing.name={name}", "train.head_betas=[0.5, 0.9]"])
     load_config("ptb-gpt-tiny", ["sharing.name=tie-untie", "train.head_lr=1e-3"])  # O exists from the start
+
+
+def test_the_head_keyword_of_a_foreign_loop_gives_o_its_own_group():
+    m = Host("untied")
+    groups = {g["name"]: g for g in param_groups(m, lr=1e-3, head=TableSettings(0.01, 0.5, (0.8, 0.9)))}
+    assert [p is m.sharing.out_weight for p in groups["head"]["params"]] == [True]
+    assert groups["head"]["lr"] == pytest.approx(5e-4) and groups["head"]["betas"] == (0.8, 0.9)
+    assert groups["head"]["weight_decay"] == 0.01 and groups["embedding"]["lr"] == pytest.approx(1e-3)
 
 
 def test_sgd_refuses_betas():

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from embtie.config import TrainConfig
+from embtie.errors import ConfigError
 from embtie.sharing.capabilities import VocabularyTables
 from embtie.training.muon_adamw import MuonAdamW
 from embtie.training.table_settings import TableSettings, table_settings
@@ -68,8 +69,14 @@ def param_groups(
         if cfg is None or cfg.head_weight_decay is None:  # the head's decay follows the embedding's
             head_set = replace(head_set, weight_decay=emb.weight_decay)
     head_set = head_set if head is None else head
+    has_head = bool(_head_ids(model))
     if cfg is not None:
-        cfg.check_head(bool(_head_ids(model)), f"model {type(model).__name__}")
+        cfg.check_head(has_head, f"model {type(model).__name__}")
+    if head is not None and not has_head:
+        raise ConfigError(
+            f"param_groups(head=...) is given but model {type(model).__name__} has no separate learned head (a tied "
+            "E takes the embedding settings); leave head out"
+        )
     groups, mults = _split(model, separate_head=head_set != emb, muon=cfg is not None and cfg.optimizer == "muon")
     settings = {"embedding": emb, "head": head_set, "decay": TableSettings(wd), "muon": TableSettings(wd)}
     out = []
