@@ -3,8 +3,6 @@ tanh cap of half the height, and the memory-lean loss (eager and as the compile 
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -82,9 +80,6 @@ def test_the_memory_lean_loss_matches_the_plain_loss_with_a_sigmoid_cap(impl):
     assert float(got.detach()) == pytest.approx(float(ref.detach()), abs=1e-12)
     for a, b in zip(grads, ref_grads, strict=True):
         assert torch.allclose(a, b, rtol=0, atol=1e-12)
-    # the z-loss sees the sigmoid cap's values in (0, c): log Z is that of the capped logits
-    log_z = torch.logsumexp(s.logits(h.detach()), dim=-1)
-    assert float(log_z.min()) > math.log(V)
 
 
 @pytest.mark.parametrize(
