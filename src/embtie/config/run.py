@@ -200,13 +200,16 @@ def check_strategy(cfg: RunConfig) -> None:
     dim = cfg.model.embedding_dim  # every registered model config is an embtie.models.ModelConfig
     if not isinstance(dim, int) or dim < 1:
         return
+    built = None
     with torch.random.fork_rng(devices=[]):
         try:  # on the meta device: a width of 10^9 must not allocate 8 GB to check an option
             with torch.device("meta"):
-                sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
+                built = sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
         except (RuntimeError, NotImplementedError):  # a strategy that reads its own tensors while it is built
             if dim <= CHECK_IN_MEMORY_DIM:
-                sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
+                built = sharing.build(cfg.sharing.name, vocab_size=2, dim=dim, **cfg.sharing.options)
+    if built is not None:  # train.head_* needs a separate learned head (embtie.training.table_settings)
+        cfg.train.check_head(bool(built.head_tables()), f"strategy {cfg.sharing.name!r}")
 
 
 def from_dict(cls: type, raw: Any, where: str, context: str = "") -> Any:

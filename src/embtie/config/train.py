@@ -19,7 +19,13 @@ class TrainConfig(Declared):
 
     section = "train"
 
-    optimizer: Annotated[Literal["adamw", "sgd"], Setting("the optimizer")] = "adamw"
+    optimizer: Annotated[
+        Literal["adamw", "sgd", "muon"],
+        Setting(
+            "the optimizer; muon: torch.optim.Muon for the body's 2-D matrices (nn.Linear weights outside the "
+            "strategy), AdamW (betas, eps) for everything else (modded-nanogpt)"
+        ),
+    ] = "adamw"
     lr: Annotated[float, Setting("peak learning rate (after warmup)", gt=0)] = 1e-3
     betas: Annotated[list[float], Setting("AdamW's (beta1, beta2) moment decay rates", length=2, ge=0, lt=1)] = field(
         default_factory=lambda: [0.9, 0.95]
@@ -33,6 +39,45 @@ class TrainConfig(Declared):
         float,
         Setting("decay of the strategy's vocabulary-sized matrices (E, O), in a parameter group of their own", ge=0),
     ] = 0.0
+    embedding_lr: Annotated[
+        float | None,
+        Setting(
+            "peak lr of the input tables (E; a tied E is both tables), on the same schedule as train.lr",
+            gt=0,
+            null="train.lr",
+        ),
+    ] = None
+    embedding_betas: Annotated[
+        list[float] | None,
+        Setting("AdamW's (beta1, beta2) for the input tables", length=2, ge=0, lt=1, null="train.betas"),
+    ] = None
+    head_lr: Annotated[
+        float | None,
+        Setting(
+            "peak lr of a separate learned head O (untied, tie-untie); refused for a strategy without one",
+            gt=0,
+            null="embedding_lr",
+        ),
+    ] = None
+    head_betas: Annotated[
+        list[float] | None,
+        Setting("AdamW's (beta1, beta2) for a separate head O", length=2, ge=0, lt=1, null="embedding_betas"),
+    ] = None
+    head_weight_decay: Annotated[
+        float | None, Setting("decay of a separate head O", ge=0, null="embedding_weight_decay")
+    ] = None
+    muon_lr: Annotated[
+        float | None,
+        Setting("peak lr of the Muon group (optimizer muon), on train.lr's schedule", gt=0, null="train.lr"),
+    ] = None
+    muon_momentum: Annotated[float, Setting("Muon's momentum (optimizer muon; Nesterov)", ge=0, lt=1)] = 0.95
+    muon_adjust_lr: Annotated[
+        Literal["original", "match_rms_adamw"],
+        Setting(
+            "Muon's lr scaling per matrix shape: original (Keller Jordan: sqrt(max(1, rows/cols))) or "
+            "match_rms_adamw (Moonshot: 0.2 sqrt(max(rows, cols)), so AdamW's lr and decay carry over)"
+        ),
+    ] = "match_rms_adamw"
     schedule: Annotated[
         Literal["constant", "cosine", "linear", "inverse_sqrt", "step", "plateau"],
         Setting(
@@ -146,3 +191,33 @@ class TrainConfig(Declared):
     def check(self) -> None:
         if self.epochs is None and self.max_steps is None:
             raise ConfigError("train.epochs and train.max_steps are both null; set at least one")
+        betas = [k for k, v in (("embedding_betas", self.embedding_betas), ("head_betas", self.head_betas)) if v]
+        if self.optimizer == "sgd" and betas:
+            raise ConfigError(f"train.{betas[0]} is set but train.optimizer=sgd has no betas; drop it or use adamw")
+        if self.optimizer == "muon" and self.parallel == "fsdp":
+            raise ConfigError(
+                "train.optimizer=muon orthogonalises whole matrices, which train.parallel=fsdp splits across "
+                "processes; use train.parallel=ddp with muon"
+            )
+        if self.optimizer != "muon" and self.muon_lr is not None:
+            raise ConfigError(f"train.muon_lr is set but train.optimizer={self.optimizer}; set train.optimizer=muon")
+
+    def head_keys(self) -> list[str]:
+        """The ``train.head_*`` keys this config sets (not null)."""
+        given = (
+            ("head_lr", self.head_lr),
+            ("head_betas", self.head_betas),
+            ("head_weight_decay", self.head_weight_decay),
+        )
+        return [f"train.{k}" for k, v in given if v is not None]
+
+    def check_head(self, has_head: bool, owner: str) -> None:
+        """A one-line ConfigError when a ``head_*`` key is set and the model has no separate learned head (its
+        output layer is the input table, or fixed): the setting would apply to nothing."""
+        keys = self.head_keys()
+        if keys and not has_head:
+            raise ConfigError(
+                f"{keys[0]} is set but {owner} has no separate learned head (its output layer is the "
+                "input table E or a fixed matrix, which takes the train.embedding_* settings); drop "
+                f"{keys[0]} and set the train.embedding_* key, or use a strategy with its own head (untied, tie-untie)"
+            )

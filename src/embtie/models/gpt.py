@@ -1,7 +1,8 @@
 """A decoder-only Transformer language model (GPT) whose input embedding and output layer belong to
 its sharing strategy.
 
-    x = sharing.embed(ids) (+ learned positions)       (B, T, d)
+    x = sharing.embed(ids)                              (B, T, d)
+    x = rmsnorm(x) (embed_norm) (+ learned positions)
     x = x + attn(norm(x)); x = x + mlp(norm(x))         n_layers pre-norm blocks, causal SDPA
     h = norm(x)                                         (B, T, d)  <- forward() returns this
     loss = sharing.loss(h, targets)                     computed by the task, never here
@@ -56,6 +57,13 @@ class GPTConfig(ModelConfig):
         float, Setting("std of the normal init of the model's own matrices (not the embedding: the strategy's)", gt=0)
     ] = 0.02
     rope_base: Annotated[float, Setting("base of the rotary frequencies (positions: rotary)", gt=0)] = 10000.0
+    embed_norm: Annotated[
+        bool,
+        Setting(
+            "RMSNorm (no gain) on the strategy's input vectors, before learned positions are added "
+            "(modded-nanogpt: x = norm(embed(ids)))"
+        ),
+    ] = False
 
     @property
     def embedding_dim(self) -> int:
@@ -165,6 +173,7 @@ class GPT(LanguageModel):
             if config.positions == "rotary"
             else None
         )
+        self.embed_norm = nn.RMSNorm(config.dim, elementwise_affine=False) if config.embed_norm else nn.Identity()
         self.drop = nn.Dropout(config.dropout) if config.dropout > 0 else nn.Identity()
         self.blocks = nn.ModuleList(Block(config, rotary) for _ in range(config.n_layers))
         self.norm = _norm(config)
@@ -195,7 +204,7 @@ class GPT(LanguageModel):
         t = ids.shape[1]
         if t > self.config.max_len:
             raise ValueError(f"sequence length {t} > model.max_len={self.config.max_len}")
-        x = self.sharing.embed(ids)
+        x = self.embed_norm(self.sharing.embed(ids))  # (B, T, d); each row RMS 1 with embed_norm
         if self.pos is not None:
             x = x + self.pos.weight[:t]
         x = self.drop(x)

@@ -60,6 +60,7 @@ class Adaptive(SharingStrategy):
     source = "Baevski & Auli 2018 (adaptive input, tied); Grave et al. 2017 (adaptive softmax)"
     needs_frequency_sorted_vocab: ClassVar[bool] = True
     flat_table: ClassVar[bool] = False
+    zero_head_refusal = "keeps its output as cluster tables and projections, for which a zero start is not implemented"
     declared_options: ClassVar[dict[str, Setting]] = {
         "cutoffs": Setting(
             "word ids c_1 < ... < c_k where the frequency-sorted vocabulary is cut into clusters (ids at or past "
@@ -232,6 +233,7 @@ class Adaptive(SharingStrategy):
             sqnorm_bias=c,
             scale=s,
             softcap=self.softcap,
+            cap_shape=self.cap_shape,
         )
 
     def cluster_logits(self, i: int, x: Tensor) -> Tensor:

@@ -18,6 +18,7 @@ from embtie.sharing.capabilities import VocabularyTables
 from embtie.sharing.head import Head
 from embtie.sharing.inputs import check_hidden, check_ids
 from embtie.sharing.loss import cross_entropy
+from embtie.sharing.softcap import CapShape, SoftcapForm
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ class SharingStrategy(VocabularyTables):
     flat_table: ClassVar[bool] = True
     """The strategy keeps one (V, d) table E at ``.weight`` (False: e.g. adaptive's per-cluster tables),
     which ``embtie.hf`` (copying a pretrained matrix in and out) and the flat-formula tests need."""
+    zero_head_refusal: ClassVar[str] = (
+        "has no separate head: its output matrix is the input table E, and a zero E would zero every input vector too"
+    )
+    """Why option ``zero_head`` is refused (the rest of the sentence after the strategy's name); empty for a
+    strategy with a separate learned head O, which then starts at zero."""
     needs_frequency_sorted_vocab: ClassVar[bool] = False
     """True when token ids must be ordered by decreasing training frequency (adaptive clusters)."""
 
@@ -88,6 +94,12 @@ class SharingStrategy(VocabularyTables):
             "the learned logit scale's learning rate as a multiple of train.lr (needs logit_scale=learned)", gt=0
         ),
         "softcap": Setting("c in z <- c tanh(z / c) (Gemma 2, modded-nanogpt)", gt=0, null="no cap"),
+        "softcap_form": Setting(
+            "tanh: z <- c tanh(z / c); sigmoid: z <- c sigmoid((z + softcap_shift) / softcap_scale) "
+            "(modded-nanogpt); needs softcap"
+        ),
+        "softcap_scale": Setting("s of the sigmoid cap (softcap_form=sigmoid)", gt=0, null="softcap / 4 (slope 1)"),
+        "softcap_shift": Setting("b of the sigmoid cap (softcap_form=sigmoid)"),
         "init_std": Setting(
             "std of the normal init of E (and of learned matrices of its shape); inv_sqrt_d: dim**-0.5; "
             "log_v_over_d: ln(V)/dim (Su 2023)",
@@ -108,6 +120,10 @@ class SharingStrategy(VocabularyTables):
         "token_temperature": Setting(
             "a learned per-token logit multiplier tau (V,), initialised to 1, as nGPT's s (for normalized heads)"
         ),
+        "zero_head": Setting(
+            "initialise a separate learned head O to zero, so every logit is 0 and the loss is ln V at step 0 "
+            "(modded-nanogpt); strategies whose head is E, normalised rows of E or fixed refuse it"
+        ),
     }
     """meaning and range of the options of this class's constructor (their type and default are its
     signature's); a subclass declares the options its own constructor adds (``embtie.sharing.registry``)."""
@@ -123,11 +139,15 @@ class SharingStrategy(VocabularyTables):
         logit_scale_init: float = 1.0,
         logit_scale_lr: float = 1.0,
         softcap: float | None = None,
+        softcap_form: SoftcapForm = "tanh",
+        softcap_scale: float | None = None,
+        softcap_shift: float = 0.0,
         init_std: float | InitStd | None = None,
         init_range: float | None = None,
         factor_rank: int | None = None,
         z_loss: float = 0.0,
         token_temperature: bool = False,
+        zero_head: bool = False,
     ) -> None:
         """Options arrive checked by their declarations (``sharing.build``); rules that involve ``dim`` or
         several options are checked here."""
@@ -138,10 +158,18 @@ class SharingStrategy(VocabularyTables):
             raise ConfigError(f"dim={dim!r} must be an integer >= 1")
         self.vocab_size = vocab_size
         self.dim = dim
+        if zero_head and self.zero_head_refusal:
+            raise ConfigError(
+                f"option zero_head: strategy {self.name!r} {self.zero_head_refusal}; use a strategy with a "
+                "separate learned head (untied)"
+            )
+        self.zero_head = bool(zero_head)
+        """O starts at zero (only strategies with an empty ``zero_head_refusal`` accept it)."""
         self.embed_scale = (
             1.0 if embed_scale is None else math.sqrt(dim) if embed_scale == "sqrt_d" else float(embed_scale)
         )
         self.softcap = None if softcap is None else float(softcap)
+        self.cap_shape = _cap_shape(self.softcap, softcap_form, softcap_scale, softcap_shift)
         self.init_std, self.init_range = self._resolve_init(init_std, init_range)
 
         self.factor_rank = self._resolve_rank(factor_rank)
@@ -292,6 +320,11 @@ class SharingStrategy(VocabularyTables):
         None; ``embtie.hf`` copies a model's output layer into it."""
         return None
 
+    def head_tables(self) -> list[nn.Parameter]:
+        """The separate learned output matrix O, when the strategy keeps one (``separate_output_weight``)."""
+        out = self.separate_output_weight()
+        return [] if out is None else [out]
+
     def logit_scale(self) -> Tensor | float | None:
         """The scalar logit scale s (a 0-d tensor when learned), or None."""
         if self.logit_scale_param is not None:
@@ -322,6 +355,7 @@ class SharingStrategy(VocabularyTables):
             sqnorm_bias=c,
             scale=s,
             softcap=self.softcap,
+            cap_shape=self.cap_shape,
         )
 
     def _weights_device(self) -> torch.device:
@@ -418,6 +452,15 @@ class SharingStrategy(VocabularyTables):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}, vocab_size={self.vocab_size}, dim={self.dim}, target_dim={self.target_dim}"
+
+
+def _cap_shape(cap: float | None, form: SoftcapForm, scale: float | None, shift: float) -> CapShape:
+    """The soft-cap's shape from the options; a ConfigError for a form or sigmoid setting without its cap."""
+    if form != "tanh" and cap is None:
+        raise ConfigError(f"option softcap_form={form} needs softcap, the cap's height c (e.g. softcap=30)")
+    if form != "sigmoid" and (scale is not None or shift):
+        raise ConfigError("options softcap_scale and softcap_shift shape the sigmoid cap; set softcap_form=sigmoid")
+    return CapShape(form, None if scale is None else float(scale), float(shift))
 
 
 def strategy_of(model: nn.Module) -> SharingStrategy:

@@ -28,6 +28,12 @@ class VocabularyTables(nn.Module):
         every 2-d parameter with ``vocab_size`` rows (E, a separate O)."""
         return [p for p in self.parameters() if p.dim() == 2 and p.shape[0] == self.vocab_size]
 
+    def head_tables(self) -> list[nn.Parameter]:
+        """The learned output matrices that are not also an input table (a separate O): the optimizer's
+        ``head`` settings (``train.head_lr``, ...) apply to them; a shared (tied) E is an input table. By
+        default none."""
+        return []
+
     def lr_multipliers(self) -> dict[str, float]:
         """{attribute name of a parameter: its learning rate as a multiple of train.lr} for the parameters
         that do not use train.lr itself (read by ``embtie.training.optim.param_groups``)."""

@@ -20,8 +20,8 @@ from embtie.sharing.chunked_ce_workspace import _ones, _Workspace
 def _chunk_logprobs(
     xc: Tensor, w: Tensor | None, b: Tensor | None, cfg: _Config, ws: _Workspace
 ) -> tuple[Tensor, Tensor | None]:
-    """(c, d_t) -> log-probabilities (c, V) in cfg.acc_dtype, and tanh(u / cap) (c, V) when soft-capped
-    (else None)."""
+    """(c, d_t) -> log-probabilities (c, V) in cfg.acc_dtype, and the cap's inner value t (c, V) when
+    soft-capped (tanh(u / cap), or the sigmoid's: ``CapShape.inner_``; else None)."""
     r = xc.shape[0]
     if cfg.structured is not None:
         u = cfg.structured(xc)
@@ -40,7 +40,7 @@ def _chunk_logprobs(
     if cfg.cap is None:
         return torch.log_softmax(z, dim=1, out=lp), None
     assert ws.zc is not None  # allocated by _Workspace.ensure for a capped head
-    t = z.div_(cfg.cap).tanh_()
+    t = cfg.cap_shape.inner_(z, cfg.cap)
     return torch.log_softmax(torch.mul(t, cfg.cap, out=ws.zc[:r]), dim=1, out=lp), t
 
 
@@ -93,9 +93,10 @@ def _chunk_grad(
         dz.mul_(log_z.mul(2.0 * cfg.z_loss).add_(1.0).unsqueeze(1))
     dz.scatter_add_(1, tc, dz.new_full((dz.shape[0], 1), -(1.0 - cfg.eps)))
     if t is not None:
+        assert cfg.cap is not None  # t exists for a capped head only
         if cfg.eps:
             dz.sub_(cfg.eps / dz.shape[1])
-        dz.mul_(t.square_().neg_().add_(1.0))
+        dz.mul_(cfg.cap_shape.slope_(t, cfg.cap))
     if mc is not None:  # ignored tokens: no gradient
         dz.mul_(mc.unsqueeze(1))
     if ws.u is not None:

@@ -15,13 +15,14 @@ gradients.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
 
 from embtie.sharing.chunked_ce import chunked_cross_entropy
 from embtie.sharing.head import Head, accumulation_dtype
+from embtie.sharing.softcap import CapShape, SoftcapForm
 
 _NO_GRADIENT = 0
 """numel of the placeholder returned for a gradient that was not computed."""
@@ -36,20 +37,25 @@ def chunked_ce(
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
+    cap_form: str,
+    cap_scale: float | None,
+    cap_shift: float,
     z_loss: float,
     chunk_size: int | None,
     grads: bool,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(mean loss (0-d), dloss/dx (N, d_t), dloss/dW (V, d_t), dloss/db (V,)); the gradients are empty
-    placeholders when ``grads`` is False (and db when there is no bias)."""
+    placeholders when ``grads`` is False (and db when there is no bias). ``cap_*``: the soft-cap's
+    ``CapShape`` (form tanh or sigmoid, scale, shift), as plain values an operator schema takes."""
+    shape = CapShape(cast(SoftcapForm, cap_form), cap_scale, cap_shift)
     if not grads:
         with torch.no_grad():
-            loss = _loss(x, weight, bias, targets, ignore_index, label_smoothing, softcap, z_loss, chunk_size)
+            loss = _loss(x, weight, bias, targets, ignore_index, label_smoothing, softcap, shape, z_loss, chunk_size)
         return loss, x.new_empty(_NO_GRADIENT), weight.new_empty(_NO_GRADIENT), weight.new_empty(_NO_GRADIENT)
     with torch.enable_grad():
         xl, wl = x.detach().requires_grad_(), weight.detach().requires_grad_()
         bl = None if bias is None else bias.detach().requires_grad_()
-        loss = _loss(xl, wl, bl, targets, ignore_index, label_smoothing, softcap, z_loss, chunk_size)
+        loss = _loss(xl, wl, bl, targets, ignore_index, label_smoothing, softcap, shape, z_loss, chunk_size)
         inputs = [xl, wl] if bl is None else [xl, wl, bl]
         found = torch.autograd.grad(loss, inputs)
     db = found[2] if bl is not None else weight.new_empty(_NO_GRADIENT)
@@ -64,10 +70,11 @@ def _loss(
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
+    shape: CapShape,
     z_loss: float,
     chunk_size: int | None,
 ) -> Tensor:
-    head = Head(weight=weight, bias=bias, softcap=softcap, z_loss=z_loss)
+    head = Head(weight=weight, bias=bias, softcap=softcap, cap_shape=shape, z_loss=z_loss)
     return chunked_cross_entropy(
         head, x, targets, ignore_index=ignore_index, label_smoothing=label_smoothing, chunk_size=chunk_size
     )
@@ -82,6 +89,9 @@ def _(
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
+    cap_form: str,
+    cap_scale: float | None,
+    cap_shift: float,
     z_loss: float,
     chunk_size: int | None,
     grads: bool,
@@ -104,7 +114,7 @@ def _backward(ctx: Any, g: Tensor, *_: Tensor) -> tuple[Tensor | None, ...]:
         g.to(dx.dtype) * dx,
         g.to(dw.dtype) * dw,
         g.to(db.dtype) * db if ctx.has_bias else None,
-        *(None,) * 7,
+        *(None,) * 10,
     )
 
 
@@ -126,6 +136,18 @@ def traced_chunked_cross_entropy(
     w, b = head.effective_weight(), head.full_bias()
     grads = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (b is not None and b.requires_grad))
     loss, _, _, _ = chunked_ce(
-        x, w, b, targets, ignore_index, float(label_smoothing), head.softcap, float(head.z_loss), chunk_size, grads
+        x,
+        w,
+        b,
+        targets,
+        ignore_index,
+        float(label_smoothing),
+        head.softcap,
+        head.cap_shape.form,
+        head.cap_shape.scale,
+        head.cap_shape.shift,
+        float(head.z_loss),
+        chunk_size,
+        grads,
     )
     return loss

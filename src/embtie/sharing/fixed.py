@@ -23,6 +23,8 @@ class FixedTargets(SharingStrategy):
     fixed_weight: Tensor
     """(V, d_t) T, a buffer: saved with the weights, never trained."""
 
+    zero_head_refusal = "has a fixed (never trained) head T: a zero T would stay zero, and every logit with it"
+
     declared_options: ClassVar[dict[str, Setting]] = {
         "target_dim": Setting(
             "width d_t of the fixed targets T; a learned map g: d -> d_t when it differs from the model width",

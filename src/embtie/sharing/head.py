@@ -7,7 +7,8 @@ Every strategy's logits are
 with ``W`` (V, d_t) the output matrix, ``r`` (V,) an optional per-row scale (1/||e_i|| for cosine,
 1/||e_i||^2 for sqnorm, nGPT's learned scale), ``s`` a scalar logit scale, ``b`` (V,) a bias (learned,
 and/or the distance strategy's -1/2 ||e_i||^2, already multiplied by ``s``) and ``cap`` the optional
-soft-cap ``c * tanh(z / c)``. ``g`` (the strategy's ``transform``) is applied before the head.
+soft-cap ``c * tanh(z / c)`` (or the sigmoid cap, ``cap_shape``:
+``embtie.sharing.softcap``). ``g`` (the strategy's ``transform``) is applied before the head.
 
 Keeping the per-row scale separate (instead of dividing the N x V logits) is what makes the
 normalized strategies cost what tied costs: the scale is folded into the V x d matrix once per
@@ -22,6 +23,8 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from embtie.sharing.softcap import TANH, CapShape, apply_softcap
 
 
 class StructuredWeight(Protocol):
@@ -54,7 +57,9 @@ class Head:
     scale: Tensor | float | None = None
     """scalar logit scale (a 0-d tensor when learned), or None."""
     softcap: float | None = None
-    """c in c * tanh(z / c), or None."""
+    """c, the height of the cap (c * tanh(z / c) by default), or None."""
+    cap_shape: CapShape = TANH
+    """the cap's form: tanh, or sigmoid with its scale and shift (``embtie.sharing.softcap``)."""
     structured: StructuredWeight | None = None
     """A fast stand-in for ``weight`` (a fixed buffer; no row_scale), e.g. hadamard's Walsh-Hadamard
     transform; when set, logits are computed as structured(s * x) + b instead of the matmul."""
@@ -115,9 +120,9 @@ class Head:
             z = self.structured(x if self.scale is None else x * self.scale)
             if self.bias is not None:
                 z = z + self.bias
-            return apply_softcap(z, self.softcap)
+            return apply_softcap(z, self.softcap, self.cap_shape)
         z = F.linear(x, self.effective_weight(), self.full_bias())
-        return apply_softcap(z, self.softcap)
+        return apply_softcap(z, self.softcap, self.cap_shape)
 
 
 def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -132,8 +137,4 @@ def row_norm(w: Tensor, eps: float = 1e-12) -> Tensor:
     return torch.linalg.vector_norm(w, dim=-1, dtype=accumulation_dtype(w.dtype)).clamp_min(eps).to(w.dtype)
 
 
-def apply_softcap(z: Tensor, cap: float | None) -> Tensor:
-    """c * tanh(z / c) (Gemma 2's logit soft-capping); identity when cap is None."""
-    if cap is None:
-        return z
-    return torch.tanh(z / cap) * cap
+__all__ = ["Head", "StructuredWeight", "accumulation_dtype", "apply_softcap", "row_norm"]

@@ -26,6 +26,9 @@ class L2Norm(Tied):
     name = "l2norm"
     formula = "input e_i/||e_i||; logit z_i = (e_i/||e_i||) . h"
     source = "Liu, Zhai & Chen, eq. 19"
+    zero_head_refusal = (
+        "normalises the rows of E for its output layer: a zero row has no direction (its norm, 0, divides it)"
+    )
     norm_power = -1.0
 
     def _input_rows(self, rows: Tensor) -> Tensor:
@@ -46,6 +49,9 @@ class SqNorm(Tied):
     name = "sqnorm"
     formula = "input e_i; logit z_i = e_i . h / ||e_i||^2"
     source = "Liu, Zhai & Chen, eq. 22"
+    zero_head_refusal = (
+        "normalises the rows of E for its output layer: a zero row has no direction (its norm, 0, divides it)"
+    )
     norm_power = -2.0
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -86,6 +92,9 @@ class Cosine(Tied):
     name = "cosine"
     formula = "input e_i; logit z_i = e_i . h / ||e_i||"
     source = "Liu, Zhai & Chen, eq. 27-28"
+    zero_head_refusal = (
+        "normalises the rows of E for its output layer: a zero row has no direction (its norm, 0, divides it)"
+    )
     norm_power = -1.0
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:

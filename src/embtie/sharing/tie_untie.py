@@ -1,5 +1,5 @@
 """Tie, then untie (modded-nanogpt record PR #178: the LM head untied from the embedding 2/3 of the way
-through training).
+through training), and optionally tie again.
 
 Until step ``untie_at * total_steps`` the strategy is ``tied`` (z_i = e_i . h). At that step the
 trainer's per-step hook (``on_train_step``) copies E into the output matrix O and copies E's optimizer
@@ -9,42 +9,93 @@ from then on the strategy is ``untied`` (input e_i, z_i = o_i . h), both matrice
 O exists from the start (so the optimizer and checkpoints hold it throughout) and gets no gradient
 while tied. Whether the switch happened is the 0-d buffer ``untied`` (saved with the weights), so a
 run resumed after the switch, and a model loaded for evaluation, use O.
+
+Re-tie (option ``retie_at``; issue 43: modded-nanogpt later re-tied the head): at step
+``round(retie_at * total_steps)`` the two matrices become one again, E, and from then on the strategy is
+``tied`` (O is kept but no longer used, so it gets no gradient). What the re-tied E is (``retie_to``):
+
+- ``input`` (default): E as it is, with its own optimizer state: the input table's trajectory goes on
+  unbroken and the head learned since the untie is dropped;
+- ``average``: E <- (E + O) / 2, and each of E's optimizer moments <- the average of E's and O's (Adam's
+  exp_avg and exp_avg_sq, SGD's momentum; the step count stays E's, which O's equals, copied at the
+  untie): what both sides learned since the untie is kept, each at half weight.
+
+The re-tie is the 0-d buffer ``retied``, which exists only when ``retie_at`` is set (the weights of a
+run without it keep their names).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
 
+from embtie.errors import ConfigError
 from embtie.schema import Setting
 from embtie.sharing.registry import register
 from embtie.sharing.tied import Tied
 
+RetieTo = Literal["input", "average"]
+"""the values of option ``retie_to``."""
+
 
 @register
 class TieUntie(Tied):
-    """Tied until ``untie_at`` of training, then untied with O <- E and E's optimizer state copied."""
+    """Tied until ``untie_at`` of training, then untied with O <- E and E's optimizer state copied; tied
+    again at ``retie_at`` when it is set."""
 
     name = "tie-untie"
-    formula = "tied (z_i = e_i . h) until step untie_at*total; then O <- E (and its optimizer moments), z_i = o_i . h"
+    formula = (
+        "tied (z_i = e_i . h) until step untie_at*total; then O <- E (and its optimizer moments), z_i = o_i . h; "
+        "tied again from retie_at*total when set"
+    )
     source = "modded-nanogpt record PR #178 (untie the LM head 2/3 through training)"
 
     untied: Tensor
     """0-d buffer, 1 once the matrices are untied (saved with the weights)."""
+    retied: Tensor | None
+    """0-d buffer, 1 once they are tied again; None without ``retie_at``."""
+
+    zero_head_refusal = (
+        "is tied until the untie step, where O <- E replaces O's initial values: a zero O would never be used"
+    )
 
     idle_parameters: ClassVar[bool] = True  # O gets no gradient until the untie
     declared_options: ClassVar[dict[str, Setting]] = {
         "untie_at": Setting("the fraction of training after which O <- E and the matrices learn apart", ge=0, le=1),
+        "retie_at": Setting(
+            "the fraction of training after which the matrices are one again (after untie_at)",
+            ge=0,
+            le=1,
+            null="never re-tied",
+        ),
+        "retie_to": Setting(
+            "what the re-tied matrix is: input (E and its optimizer state as they are) or average (E <- (E + O) / 2, "
+            "moments averaged)"
+        ),
     }
 
-    def __init__(self, vocab_size: int, dim: int, *, untie_at: float = 2.0 / 3.0, **options: Any) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        dim: int,
+        *,
+        untie_at: float = 2.0 / 3.0,
+        retie_at: float | None = None,
+        retie_to: RetieTo = "input",
+        **options: Any,
+    ) -> None:
         self.untie_at = float(untie_at)
+        self.retie_at = None if retie_at is None else float(retie_at)
+        self.retie_to = retie_to
+        _check_retie(self.untie_at, self.retie_at, retie_to, options.get("factor_rank"))
         super().__init__(vocab_size, dim, **options)
         self.out_weight = nn.Parameter(torch.empty(vocab_size, dim))
         self.register_buffer("untied", torch.zeros(()))
-        self._is_untied = False  # mirrors the buffer without a host sync per forward
+        self.register_buffer("retied", torch.zeros(()) if self.retie_at is not None else None)
+        self._is_untied = False  # mirrors the buffers without a host sync per forward
+        self._is_retied = False
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -56,20 +107,33 @@ class TieUntie(Tied):
 
     @property
     def is_untied(self) -> bool:
-        return self._is_untied
+        """True while O is the output matrix (after the untie, before a re-tie)."""
+        return self._is_untied and not self._is_retied
+
+    @property
+    def is_retied(self) -> bool:
+        return self._is_retied
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        return (self.out_weight if self._is_untied else self.weight), None, None
+        return (self.out_weight if self.is_untied else self.weight), None, None
 
     def untie_step(self, total_steps: int) -> int:
         """The step at whose start the matrices are untied: round(untie_at * total_steps)."""
         return round(self.untie_at * total_steps)
 
+    def retie_step(self, total_steps: int) -> int | None:
+        """The step at whose start the matrices are tied again: round(retie_at * total_steps), or None."""
+        return None if self.retie_at is None else round(self.retie_at * total_steps)
+
     def on_train_step(self, step: int, total_steps: int, optimizer: torch.optim.Optimizer | None = None) -> None:
-        """Called before every optimizer step ``step`` (0-based) of ``total_steps``: unties at ``untie_step``."""
+        """Called before every optimizer step ``step`` (0-based) of ``total_steps``: unties at ``untie_step``,
+        re-ties at ``retie_step``."""
         super().on_train_step(step, total_steps, optimizer)
         if not self._is_untied and step >= self.untie_step(total_steps):
             self.untie(optimizer)
+        retie = self.retie_step(total_steps)
+        if retie is not None and self._is_untied and not self._is_retied and step >= retie:
+            self.retie(optimizer)
 
     @torch.no_grad()
     def untie(self, optimizer: torch.optim.Optimizer | None = None) -> None:
@@ -85,12 +149,52 @@ class TieUntie(Tied):
         self.untied.fill_(1.0)
         self._is_untied = True
 
+    @torch.no_grad()
+    def retie(self, optimizer: torch.optim.Optimizer | None = None) -> None:
+        """E becomes the one matrix again (``retie_to``: input, or average with the moments averaged)."""
+        if self.retie_to == "average":
+            self.weight.add_(self.out_weight).mul_(0.5)
+            if optimizer is not None:
+                _average_state(optimizer, self.weight, self.out_weight)
+        if self.retied is not None:
+            self.retied.fill_(1.0)
+        self._is_retied = True
+
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._is_untied = bool(self.untied)
+        self._is_retied = self.retied is not None and bool(self.retied)
 
     def parameter_counts(self) -> dict[str, int]:
-        """As the base, without the 0-d phase flag (not a fixed table)."""
+        """As the base, without the 0-d phase flags (not fixed tables)."""
         counts = super().parameter_counts()
-        counts["fixed"] -= self.untied.numel()
+        counts["fixed"] -= self.untied.numel() + (0 if self.retied is None else self.retied.numel())
         return counts
+
+
+def _check_retie(untie_at: float, retie_at: float | None, retie_to: str, factor_rank: object) -> None:
+    """One-line ConfigErrors for a re-tie that cannot happen as asked."""
+    if retie_at is not None and retie_at <= untie_at:
+        raise ConfigError(
+            f"option retie_at={retie_at:g} must be after untie_at={untie_at:g}: the matrices are re-tied after "
+            "they were untied"
+        )
+    if retie_to != "input" and retie_at is None:
+        raise ConfigError(f"option retie_to={retie_to} needs retie_at, the fraction of training to re-tie at")
+    if retie_to == "average" and factor_rank is not None:
+        raise ConfigError(
+            "option retie_to=average cannot write (E + O) / 2 into a factorized E = A B (factor_rank); "
+            "use retie_to=input"
+        )
+
+
+def _average_state(optimizer: torch.optim.Optimizer, keep: Tensor, other: Tensor) -> None:
+    """``keep``'s optimizer moments <- the average of its own and ``other``'s (tensors of the parameter's
+    shape; the step count and other entries stay ``keep``'s). Nothing when either has no state yet."""
+    mine, theirs = optimizer.state.get(keep), optimizer.state.get(other)
+    if not mine or not theirs:
+        return
+    for k, v in mine.items():
+        o = theirs.get(k)
+        if isinstance(v, Tensor) and isinstance(o, Tensor) and v.shape == keep.shape and o.shape == v.shape:
+            v.add_(o).mul_(0.5)

@@ -17,6 +17,7 @@ class Untied(SharingStrategy):
     name = "untied"
     formula = "input e_i; logit z_i = o_i . h (+ b_i), separate learned O"
     source = "Press & Wolf 2016 (untied); Shalev et al. (non-fixed)"
+    zero_head_refusal = ""
 
     def __init__(self, vocab_size: int, dim: int, **options: Any) -> None:
         super().__init__(vocab_size, dim, **options)
@@ -25,7 +26,10 @@ class Untied(SharingStrategy):
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        self.init_(self.out_weight)
+        if self.zero_head:  # every logit 0 at step 0: the loss is ln V (modded-nanogpt)
+            nn.init.zeros_(self.out_weight)
+        else:
+            self.init_(self.out_weight)
 
     def _output_core(self) -> tuple[Tensor, Tensor | None, Tensor | None]:
         return self.out_weight, None, None

@@ -1,15 +1,21 @@
 """Optimizer with explicit parameter groups, and learning-rate schedules as pure functions of the step.
 
 Parameter groups (each with its own weight decay, set explicitly):
-- ``embedding``: the vocabulary tables (``VocabularyTables.vocabulary_tables()``: E, a separate O, a
-  separate encoder embedding, adaptive's cluster tables): ``embedding_weight_decay``;
+- ``embedding``: the input vocabulary tables (``VocabularyTables.vocabulary_tables()``: E, a separate
+  encoder embedding, adaptive's cluster tables; a tied E is one of them) with ``train.embedding_*``
+  (weight decay, and lr / betas when set: ``embtie.training.table_settings``);
+- ``head``: a separate learned output matrix O (``head_tables()``) with ``train.head_*``, a group of its
+  own only when those differ from the embedding's (else O stays in ``embedding``, as checkpoints written
+  before the head settings expect);
+- ``muon`` (``train.optimizer=muon`` only): the body's 2-D matrices, the weights of ``nn.Linear`` modules
+  outside the vocabulary tables, which ``torch.optim.Muon`` updates (``embtie.training.muon_adamw``);
 - ``decay``: every other matrix (ndim >= 2): ``weight_decay``;
 - ``no_decay``: vectors and scalars (biases, norm gains, learned scales): 0;
 - ``lr_xM``: parameters a module gives its own learning rate M x lr (``lr_multipliers()``, e.g. a
   strategy's learned logit scale with ``logit_scale_lr``): weight decay 0.
 
-The ``lr_xM`` groups carry ``lr_mult`` = M. ``param_groups`` is also the call a user's own
-training loop makes (keywords instead of a TrainConfig; docs/your-loop.md).
+Groups whose lr is not train.lr carry ``lr_mult`` (their lr / train.lr). ``param_groups`` is also the call
+a user's own training loop makes (keywords instead of a TrainConfig; docs/your-loop.md).
 
 The schedule is a function of the step alone (``lr_factor``), so resuming needs only the step.
 """
@@ -17,13 +23,17 @@ The schedule is a function of the step alone (``lr_factor``), so resuming needs 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import nn
 
 from embtie.config import TrainConfig
+from embtie.errors import ConfigError
 from embtie.sharing.capabilities import VocabularyTables
+from embtie.training.muon_adamw import MuonAdamW
+from embtie.training.table_settings import TableSettings, table_settings
 
 
 def param_groups(
@@ -33,10 +43,11 @@ def param_groups(
     weight_decay: float | None = None,
     embedding_weight_decay: float | None = None,
     lr: float | None = None,
+    head: TableSettings | None = None,
 ) -> list[dict[str, Any]]:
-    """Trainable parameters of ``model`` split into embedding / decay / no_decay / lr_xM groups (each
-    named), ready for any ``torch.optim`` optimizer. A parameter reachable under two names (tied modules)
-    appears once.
+    """Trainable parameters of ``model`` split into embedding / head / muon / decay / no_decay / lr_xM
+    groups (each named; empty ones left out), ready for any ``torch.optim`` optimizer. A parameter
+    reachable under two names (tied modules) appears once.
 
     ``model`` may be any module holding embtie strategies (a user's own model too): they are found with
     ``isinstance``. The decays come from ``cfg`` (embtie's trainer) or, in a user's own loop, from the
@@ -45,37 +56,63 @@ def param_groups(
         groups = param_groups(model, weight_decay=0.1, lr=6e-4)
         optimizer = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95))
 
-    ``lr``: give every group its own ``lr`` = lr x its ``lr_mult`` (a strategy's ``logit_scale_lr``), so
-    the multiplier holds with no further code; torch's lr schedulers keep it (they scale each group's own
-    initial lr). A loop that writes one lr into every group itself must multiply by ``group.get("lr_mult", 1.0)``
-    (as ``set_lr`` does), or the multiplier is lost.
+    ``head``: a separate head's settings (overrides ``cfg``'s ``head_*``). ``lr``: give every group its own
+    ``lr`` = lr x its ``lr_mult``, so the multiplier holds with no further code; torch's lr schedulers keep
+    it (they scale each group's own initial lr). A loop that writes one lr into every group itself must
+    multiply by ``group.get("lr_mult", 1.0)`` (as ``set_lr`` does), or the multiplier is lost.
     """
+    emb, head_set = table_settings(cfg) if cfg is not None else (TableSettings(), TableSettings())
     wd = cfg.weight_decay if cfg is not None else 0.0
-    emb_wd = cfg.embedding_weight_decay if cfg is not None else 0.0
     wd = wd if weight_decay is None else float(weight_decay)
-    emb_wd = emb_wd if embedding_weight_decay is None else float(embedding_weight_decay)
-    groups, mults = _split(model)
-    decay = {"embedding": emb_wd, "decay": wd}
+    if embedding_weight_decay is not None:
+        emb = replace(emb, weight_decay=float(embedding_weight_decay))
+        if cfg is None or cfg.head_weight_decay is None:  # the head's decay follows the embedding's
+            head_set = replace(head_set, weight_decay=emb.weight_decay)
+    head_set = head_set if head is None else head
+    has_head = bool(_head_ids(model))
+    if cfg is not None:
+        cfg.check_head(has_head, f"model {type(model).__name__}")
+    if head is not None and not has_head:
+        raise ConfigError(
+            f"param_groups(head=...) is given but model {type(model).__name__} has no separate learned head (a tied "
+            "E takes the embedding settings); leave head out"
+        )
+    groups, mults = _split(model, separate_head=head_set != emb, muon=cfg is not None and cfg.optimizer == "muon")
+    settings = {"embedding": emb, "head": head_set, "decay": TableSettings(wd), "muon": TableSettings(wd)}
     out = []
     for k, v in groups.items():
         if not v:
             continue
         mult = mults[id(v[0])] if k.startswith("lr_x") else 1.0
-        group: dict[str, Any] = {"name": k, "params": v, "weight_decay": decay.get(k, 0.0)}
-        if mult != 1.0:
-            group["lr_mult"] = mult
+        group: dict[str, Any] = {"name": k, "params": v, **settings.get(k, TableSettings(0.0, mult)).group_keys()}
         if lr is not None:
-            group["lr"] = lr * mult
+            group["lr"] = lr * group.get("lr_mult", 1.0)
         out.append(group)
     return out
 
 
-def _split(model: nn.Module) -> tuple[dict[str, list[nn.Parameter]], dict[int, float]]:
+def _holders(model: nn.Module) -> list[VocabularyTables]:
+    return [m for m in model.modules() if isinstance(m, VocabularyTables)]
+
+
+def _head_ids(model: nn.Module) -> set[int]:
+    return {id(p) for m in _holders(model) for p in m.head_tables()}
+
+
+def _muon_ids(model: nn.Module) -> set[int]:
+    """The weights of the ``nn.Linear`` modules of the body (outside every vocabulary-table module)."""
+    inside = {id(m) for h in _holders(model) for m in h.modules()}
+    return {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear) and id(m) not in inside}
+
+
+def _split(model: nn.Module, separate_head: bool, muon: bool) -> tuple[dict[str, list[nn.Parameter]], dict[int, float]]:
     """({group name: its parameters}, {id of a parameter with its own lr: the multiplier})."""
-    holders = [m for m in model.modules() if isinstance(m, VocabularyTables)]
+    holders = _holders(model)
     emb_ids = {id(p) for m in holders for p in m.vocabulary_tables()}
+    head_ids = _head_ids(model) if separate_head else set()
+    muon_ids = _muon_ids(model) if muon else set()
     mults = {id(getattr(m, name)): float(x) for m in holders for name, x in m.lr_multipliers().items()}
-    groups: dict[str, list[nn.Parameter]] = {"embedding": [], "decay": [], "no_decay": []}
+    groups: dict[str, list[nn.Parameter]] = {"embedding": [], "head": [], "muon": [], "decay": [], "no_decay": []}
     seen: set[int] = set()
     for p in model.parameters():  # parameters() already deduplicates shared tensors
         if not p.requires_grad or id(p) in seen:
@@ -83,8 +120,12 @@ def _split(model: nn.Module) -> tuple[dict[str, list[nn.Parameter]], dict[int, f
         seen.add(id(p))
         if id(p) in mults:
             groups.setdefault(f"lr_x{mults[id(p)]:g}", []).append(p)
+        elif id(p) in head_ids:
+            groups["head"].append(p)
         elif id(p) in emb_ids:
             groups["embedding"].append(p)
+        elif id(p) in muon_ids and p.dim() == 2:
+            groups["muon"].append(p)
         elif p.dim() >= 2:
             groups["decay"].append(p)
         else:
@@ -93,11 +134,26 @@ def _split(model: nn.Module) -> tuple[dict[str, list[nn.Parameter]], dict[int, f
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The run's optimizer over ``param_groups``: SGD, AdamW, or Muon for the ``muon`` group with AdamW for
+    the others (one ``MuonAdamW``, whose state and groups checkpoints hold as one optimizer's)."""
     groups = param_groups(model, cfg)
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+    betas = (cfg.betas[0], cfg.betas[1])
+    if cfg.optimizer == "muon":
+        muon = [g for g in groups if g["name"] == "muon"]
+        muon_keys = {"lr_mult": (cfg.lr if cfg.muon_lr is None else cfg.muon_lr) / cfg.lr}
+        return MuonAdamW(
+            [{**g, **muon_keys} for g in muon],
+            [g for g in groups if g["name"] != "muon"],
+            lr=cfg.lr,
+            betas=betas,
+            eps=cfg.eps,
+            momentum=cfg.muon_momentum,
+            adjust_lr_fn=cfg.muon_adjust_lr,
+        )
     # fused: one kernel per step instead of a dozen elementwise passes over every tensor
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.betas[0], cfg.betas[1]), eps=cfg.eps, fused=True)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, eps=cfg.eps, fused=True)
 
 
 def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:

@@ -1,0 +1,56 @@
+"""The optimizer settings of the vocabulary tables: the input embedding and a separate output head each get
+their own peak learning rate, Adam betas and weight decay (modded-nanogpt's ``param_table``; OLMo 2 drops
+weight decay on embeddings).
+
+Rules:
+- the input tables (E, a separate encoder embedding, adaptive's cluster tables) take ``train.embedding_*``;
+- a separate learned head O (``VocabularyTables.head_tables``: untied, tie-untie) takes ``train.head_*``,
+  each of which defaults to its ``embedding_*`` value;
+- a shared (tied) matrix is one table that is both: it takes the ``embedding_*`` settings. Setting a
+  ``head_*`` key for a model without a separate head is refused (``TrainConfig.check_head``, when the
+  config is read and again when the groups are made), since it would silently apply to nothing.
+
+A learning rate is kept as a multiple of ``train.lr`` (``lr_mult``), so every schedule drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embtie.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """One kind of table's optimizer settings: weight decay, peak lr as a multiple of train.lr, betas
+    (None: the optimizer's own)."""
+
+    weight_decay: float = 0.0
+    lr_mult: float = 1.0
+    betas: tuple[float, float] | None = None
+
+    def group_keys(self) -> dict[str, object]:
+        """The keys a parameter group of these tables carries besides its parameters (``lr_mult`` and
+        ``betas`` only when they differ from the optimizer's)."""
+        keys: dict[str, object] = {"weight_decay": self.weight_decay}
+        if self.lr_mult != 1.0:
+            keys["lr_mult"] = self.lr_mult
+        if self.betas is not None:
+            keys["betas"] = self.betas
+        return keys
+
+
+def _pair(values: list[float] | None) -> tuple[float, float] | None:
+    return None if values is None else (float(values[0]), float(values[1]))
+
+
+def table_settings(cfg: TrainConfig) -> tuple[TableSettings, TableSettings]:
+    """(input tables, separate head) settings of ``cfg``; each head setting defaults to the embedding's."""
+    emb_lr = cfg.lr if cfg.embedding_lr is None else cfg.embedding_lr
+    emb = TableSettings(cfg.embedding_weight_decay, emb_lr / cfg.lr, _pair(cfg.embedding_betas))
+    head = TableSettings(
+        emb.weight_decay if cfg.head_weight_decay is None else cfg.head_weight_decay,
+        (emb_lr if cfg.head_lr is None else cfg.head_lr) / cfg.lr,
+        emb.betas if cfg.head_betas is None else _pair(cfg.head_betas),
+    )
+    return emb, head
