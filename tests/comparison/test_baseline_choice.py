@@ -46,13 +46,15 @@ def test_a_variant_may_carry_config_overrides_of_its_own_arm():
     rates, a deeper body for a parameter-matched arm), written back in the reproducing command."""
     from embtie import comparison
 
-    parsed = [comparison.parse_strategy(s) for s in ("untied", "untied-lr2=untied:train.lr=0.002:model.n_layers=3")]
+    parsed = [comparison.parse_strategy(s) for s in ("untied", "untied-lr2=untied:train.lr=0.002:model.n_layers=3",
+                                                     "untied-head=untied:train.head_lr=0.002")]  # the preset is tied
     spec = comparison.CompareSpec(strategies=[p[0] for p in parsed], seeds=1, overrides=["train.lr=0.001"],
                                   variants={p[0]: (p[1], p[2]) for p in parsed if p[2]})  # fmt: skip
     runs = {r.strategy: r.cfg for r in comparison.plan(spec, folders=False)}
     assert (runs["untied"].train.lr, runs["untied"].model.n_layers) == (0.001, 2)
     assert (runs["untied-lr2"].train.lr, runs["untied-lr2"].model.n_layers) == (0.002, 3)
     assert runs["untied-lr2"].sharing.name == "untied" and runs["untied-lr2"].sharing.options == {}
+    assert runs["untied-head"].train.head_lr == 0.002  # accepted: checked against the arm's own strategy
     assert "untied-lr2=untied:train.lr=0.002:model.n_layers=3" in spec.command()
     bad = comparison.parse_strategy("x=tied:sharing.name=untied")
     with pytest.raises(ConfigError, match=r"sharing\.name and seed come from the comparison itself"):

@@ -277,7 +277,7 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
         if any(o.split("=", 1)[0] in ("sharing.name", "seed") for o in arm):
             raise ConfigError(f"--strategies {spec.strategy_text(label)}: sharing.name and seed come from the "
                               "comparison itself; give the strategy after '=' and seeds with --first-seed")  # fmt: skip
-        base = load_config(spec.preset, [*(o for o in spec.overrides if o not in user_opts), *arm])
+        base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
         # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
         # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
         # in their output layer. Options the strategy does not accept (another strategy's own, such
@@ -290,6 +290,7 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
         for seed in range(spec.first_seed, spec.first_seed + spec.seeds_of(label)):
             cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
             cfg = cfg.replace(user_opts) if user_opts else cfg
+            cfg = cfg.replace(arm) if arm else cfg  # after the strategy is set: head_* keys need its head
             cfg = cfg.replace({"train.progress": False})
             level = analysis_level(spec.analysis, cfg)
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
