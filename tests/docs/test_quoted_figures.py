@@ -151,6 +151,7 @@ def document(name: str) -> str:
 
 R, P, D = "README.md", "docs/reproductions.md", "docs/results.md"
 M = "results/modded-nanogpt-head/README.md"
+Q = "results/quantization/README.md"
 Expr = Callable[[Folder], Any]
 
 FIGURES: list[tuple[str, str, str, Expr]] = [
@@ -163,6 +164,10 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
     (R, "untied: {};", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
     *[(R, f"{name}: {{}}", "su-convergence", lambda f, n=name: f.said("valid_ppl", n, "tied-loginit")) for name in ("tied-shuffle", "untied", "tied-bert")],
+    *[(Q, f"| {fmt} | {name} vs tied | {{}} |", f"quantization/{fmt}", lambda f, n=name, m=fmt: f.said(f"valid_ppl_{m}", n)) for fmt in ("int8", "int4") for name in ("untied", "l2norm")],
+    (Q, "(untied {:+.2f}%, l2norm {:+.2f}% at full precision)", "quantization/int8", lambda f: (f.decision("valid_ppl", "untied").mean, f.decision("valid_ppl", "l2norm").mean)),
+    (Q, "| int4 | {:+.3f}% | {:+.3f}% (undecided) | {:+.3f}% (undecided) |", "quantization/int4", lambda f: tuple(statistics.mean(_quant_costs("int4")[s]) for s in ("tied", "untied", "l2norm"))),
+    (Q, "| int8 | {:+.3f}% | {:+.3f}% (equivalent to tied's) | {:+.3f}% (equivalent to tied's) |", "quantization/int8", lambda f: tuple(statistics.mean(_quant_costs("int8")[s]) for s in ("tied", "untied", "l2norm"))),
     (M, "| untied vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "untied")),
     (M, "| tie-untie vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "tie-untie")),
     (M, "| tie-untie vs untied | {} |", "modded-nanogpt-head/untie-vs-untied", lambda f: f.said("valid_ppl", "tie-untie")),
@@ -328,6 +333,17 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
 ]  # fmt: skip
 
 
+def _quant_costs(fmt: str) -> dict[str, list[float]]:
+    """results/quantization/cost.py's per-seed costs (its own reading of the two results.json files)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("quant_cost", ROOT / "results" / "quantization" / "cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.costs(fmt)
+
+
 def _id(row: tuple[str, str, str, Expr]) -> str:
     return f"{row[0]}:{row[2]}:{row[1][:40]}"
 
@@ -386,3 +402,21 @@ def test_su_ordering_page_is_what_its_script_writes():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert (path.parent / "ordering.md").read_text(encoding="utf-8") == module.ordering_markdown()
+
+
+def test_quantization_pages_are_recomputed_from_their_files():
+    """results/quantization: cost.md is its script's output byte for byte, and the per-role figures the README
+    quotes are the Δ % column of each seed-0 table (int4, output vs input)."""
+    import importlib.util
+
+    folder = ROOT / "results" / "quantization"
+    spec = importlib.util.spec_from_file_location("quant_cost", folder / "cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (folder / "cost.md").read_text(encoding="utf-8") == module.cost_markdown()
+    readme = (folder / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+    for name in ("tied", "untied", "l2norm"):
+        cells = {(c[1], c[2]): c[5] for line in (folder / f"seed0-{name}.md").read_text(encoding="utf-8").splitlines()
+                 if line.startswith("| int") and len(c := [x.strip() for x in line.split("|")]) > 6}  # fmt: skip
+        assert f"{name} +{float(cells['int4', 'output']):.2f}% vs +{float(cells['int4', 'input']):.2f}%" in readme
