@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from embtie.analysis import run_diagnostics
+from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, Matching
 from embtie.config import RunConfig, load_config
 from embtie.decisions import Margin, SequentialDesign
 from embtie.errors import ConfigError
@@ -115,6 +116,10 @@ class CompareSpec:
     """``--test``: every finished run is also evaluated on the test split, reported beside validation."""
     test_file: str | None = None
     """``--test-file``: the text the runs are tested on instead of their test split."""
+    matching: Matching | None = None
+    """``--match``: how each arm's body was adjusted to the others' parameters or FLOPs (None: as the preset)."""
+    made_by: str | None = None
+    """the command that plans this comparison when it is part of a larger one (a rung of ``--ladder``)."""
 
     def seeds_of(self, label: str) -> int:
         return self.seed_counts.get(label, self.seeds)
@@ -129,6 +134,8 @@ class CompareSpec:
 
     def command(self) -> str:
         """The shell command that (re)creates this comparison."""
+        if self.made_by is not None:
+            return self.made_by
         listed = ",".join(self.strategy_text(label) for label in self.strategies)
         parts = ["embtie compare", self.preset, "--strategies", listed, "--seeds", str(self.seeds)]
         if self.first_seed:
@@ -147,6 +154,10 @@ class CompareSpec:
             parts += ["--test"]
         if self.test_file is not None:
             parts += ["--test-file", self.test_file]
+        if self.matching is not None:
+            parts += ["--match", self.matching.mode]
+            if self.matching.tolerance != DEFAULT_MATCH_TOLERANCE:
+                parts += ["--match-tolerance", f"{self.matching.tolerance:g}"]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 
@@ -266,7 +277,8 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
     runs = []
     for label in spec.strategies:
         name, variant_opts = spec.variants.get(label, (label, {}))
-        base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
+        arm = spec.matching.overrides_of(label) if spec.matching is not None else []
+        base = load_config(spec.preset, [*(o for o in spec.overrides if o not in user_opts), *arm])
         # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
         # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
         # in their output layer. Options the strategy does not accept (another strategy's own, such
