@@ -58,7 +58,7 @@ def test_malformed_ladders_are_refused_with_one_line(text, extrapolate, expect):
 
 def test_overrides_that_fight_the_ladder_are_refused():
     ladder = spec.parse("size=xs,s")
-    with pytest.raises(ConfigError, match="model.dim, which --ladder size=xs,s steps"):
+    with pytest.raises(ConfigError, match=r"model\.dim, which --ladder size=xs,s steps"):
         spec.check_overrides(ladder, ["model.dim=64"])
     with pytest.raises(ConfigError, match="--tokens-per-param"):
         spec.check_overrides(ladder, ["train.max_steps=10"])

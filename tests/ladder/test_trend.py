@@ -35,7 +35,7 @@ def test_the_weights_and_covariance_are_those_of_weighted_least_squares():
     t = fit(BODY, y, se)
     assert t.slope == pytest.approx(slope)
     assert t.scale == 1.0 and t.slope_se == pytest.approx(1 / math.sqrt(np.sum(w * (x - xbar) ** 2)))
-    lo, hi = t.slope_interval()
+    _, hi = t.slope_interval()
     assert hi - t.slope == pytest.approx(st.norm.ppf(0.975) * t.slope_se)
 
 
