@@ -11,8 +11,9 @@ freedom (Birge's ratio: the interval never narrows below the seeds' own). The fi
 
 A rung's se estimated from n paired seeds is itself noisy, and a rung whose few seeds happen to agree would
 pull the line too hard: with ``seeds`` given, each se enters as its rung's own Student-t half-width over the
-normal one (se x t_{n-1} / z). Simulated (tests/ladder/test_trend.py), the slope's 95% interval then covers
-the true slope in about 97% of ladders of 5 rungs with 3 seeds each, against 91% without.
+normal one (se x t_{n-1} / z). In 2,000 simulated ladders of 5 rungs with 3 seeds each, the slope's 95%
+interval covered the true slope 97% of the time with the widening and 91% without (tests/ladder/test_trend.py
+checks the coverage on 800 of them: between 93% and 99.5%).
 """
 
 from __future__ import annotations
