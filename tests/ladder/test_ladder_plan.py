@@ -62,3 +62,18 @@ def test_the_cpu_estimate_meets_the_measured_preset():
     known = measured.lookup("ptb-gpt-tiny", "cpu", "fp32", [])
     assert rate.tokens_per_s == pytest.approx(known.tokens_per_s, rel=0.03)
     assert rate.source.startswith("FLOPs") and "30 ms per step" in rate.source
+
+
+def test_plan_costs_a_matched_comparison_arm_by_arm(capsys):
+    import json
+
+    argv = ["plan", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--match", "params",
+            "--hardware", "cpu:2", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    rows = {s["strategy"]: s for s in json.loads(capsys.readouterr().out)["strategies"]}
+    assert set(rows) == {"tied (model.n_layers=9)", "untied (model.n_layers=2)"}
+    tied, untied = rows["tied (model.n_layers=9)"], rows["untied (model.n_layers=2)"]
+    assert abs(tied["params"]["learned"] / untied["params"]["learned"] - 1) <= 0.05
+    assert tied["flops_per_token"] > untied["flops_per_token"]  # seven more blocks to multiply
+    assert main(["plan", "ptb-gpt-tiny", "--hardware", "cpu:2", "--match", "params"]) == 2
+    assert "--match matches arms: give its --strategies" in capsys.readouterr().err

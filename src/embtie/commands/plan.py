@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from embtie.comparison import CompareSpec
     from embtie.ladder.costing import RungCost
     from embtie.planning.grid import GridPlan
     from embtie.planning.hardware import Hardware
@@ -78,7 +79,7 @@ def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--extrapolate", default=None, metavar="V1,V2", help="(ladder) rungs only extrapolated to: costed on --gpu"
     )
-    group.add_argument("--match", choices=MATCH_MODES, default=None, help="(ladder) cost the matched arms")
+    group.add_argument("--match", choices=MATCH_MODES, default=None, help="cost the matched arms (as compare --match)")
     group.add_argument(
         "--match-tolerance",
         type=number_arg(float, "--match-tolerance", gt=0, lt=1),
@@ -120,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     _check_ladder_options(args)
     if args.ladder is not None:
         return _plan_ladder(args, preset, overrides, hw)
+    if args.match is not None:
+        return _plan_matched(args, preset, overrides, hw)
     strategies = None if args.strategies is None else comparison.split_strategies(args.strategies)
     seeds = args.seeds if args.seeds is not None else (1 if strategies is None else comparison.DEFAULT_SEEDS)
     plan = plan_grid(preset, overrides, hw, strategies, seeds)
@@ -209,32 +212,29 @@ def _check_ladder_options(args: argparse.Namespace) -> None:
     given = {
         "--tokens-per-param": args.tokens_per_param,
         "--extrapolate": args.extrapolate,
-        "--match": args.match,
-        "--match-tolerance": args.match_tolerance,
         "--within": args.within,
         "--gpu": args.gpu,
     }
     flag = next((f for f, v in given.items() if v is not None), None)
     if args.ladder is None and flag is not None:
         raise ConfigError(f"{flag} is an option of --ladder; add --ladder KEY=V1,V2,... or leave it out")
-    if args.ladder is not None and args.strategies is None:
-        raise ConfigError("--ladder costs a comparison at every rung: give its --strategies, e.g. tied,untied,l2norm")
+    if args.match is None and args.match_tolerance is not None:
+        raise ConfigError(f"--match-tolerance {args.match_tolerance:g} is an option of --match; add --match params")
+    if (args.ladder is not None or args.match is not None) and args.strategies is None:
+        what = "--ladder costs a comparison at every rung" if args.ladder is not None else "--match matches arms"
+        raise ConfigError(f"{what}: give its --strategies, e.g. tied,untied,l2norm")
     if args.ladder is not None and args.json:
         raise ConfigError("--json is not written for a ladder yet; leave it out for the ladder's table")
 
 
-def _plan_ladder(args: argparse.Namespace, preset: str, overrides: list[str], hw: Hardware) -> int:
-    """Cost every rung of --ladder and print one row per rung."""
+def _compare_spec(args: argparse.Namespace, preset: str, overrides: list[str]) -> CompareSpec:
+    """The comparison --strategies and --seeds describe (as `embtie compare` reads them)."""
     from pathlib import Path
 
     from embtie import comparison
-    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
-    from embtie.ladder import costing, driver
-    from embtie.ladder import spec as ladder_spec
-    from embtie.planning import hardware
 
     parsed = [comparison.parse_strategy(item) for item in comparison.split_strategies(args.strategies)]
-    base = comparison.CompareSpec(
+    return comparison.CompareSpec(
         preset=preset,
         strategies=[label for label, _, _ in parsed],
         seeds=args.seeds if args.seeds is not None else comparison.DEFAULT_SEEDS,
@@ -242,6 +242,38 @@ def _plan_ladder(args: argparse.Namespace, preset: str, overrides: list[str], hw
         out_dir=Path("runs") / "plan",
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
     )
+
+
+def _plan_matched(args: argparse.Namespace, preset: str, overrides: list[str], hw: Hardware) -> int:
+    """--match without --ladder: the grid of the matched arms, one row per arm (labelled with its depth)."""
+    from dataclasses import replace
+
+    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
+    from embtie.ladder import costing, matching
+    from embtie.planning.grid import GridPlan
+
+    tolerance = args.match_tolerance if args.match_tolerance is not None else DEFAULT_MATCH_TOLERANCE
+    spec = matching.match(_compare_spec(args, preset, overrides), args.match, tolerance)
+    assert spec.matching is not None
+    depth = {a.strategy: f"{a.key}={a.after}" for a in spec.matching.arms}
+    rows = [
+        replace(s, label=f"{label} ({depth[label]})")
+        for label, arm in zip(spec.strategies, costing.arms(spec, overrides, hw))
+        for s in arm.strategies
+    ]
+    plan = GridPlan(preset, list(overrides), hw, rows)
+    print(json.dumps(plan.to_json(), indent=2) if args.json else render(plan))
+    return 0
+
+
+def _plan_ladder(args: argparse.Namespace, preset: str, overrides: list[str], hw: Hardware) -> int:
+    """Cost every rung of --ladder and print one row per rung."""
+    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
+    from embtie.ladder import costing, driver
+    from embtie.ladder import spec as ladder_spec
+    from embtie.planning import hardware
+
+    base = _compare_spec(args, preset, overrides)
     ratio = args.tokens_per_param if args.tokens_per_param is not None else ladder_spec.DEFAULT_TOKENS_PER_PARAM
     ladder = ladder_spec.parse(args.ladder, ratio, args.extrapolate)
     tolerance = args.match_tolerance if args.match_tolerance is not None else DEFAULT_MATCH_TOLERANCE

@@ -39,7 +39,7 @@ class RungCost:
         return not self.extrapolated and self.time.wall_s <= within_h * 3600
 
 
-def _arms(spec: CompareSpec, overrides: list[str], hardware: Hardware) -> list[GridPlan]:
+def arms(spec: CompareSpec, overrides: list[str], hardware: Hardware) -> list[GridPlan]:
     """One plan per strategy of ``spec`` (its matched depth added) with ``overrides``."""
     out = []
     for label in spec.strategies:
@@ -52,12 +52,12 @@ def cost(plan: LadderPlan, hardware: Hardware, gpu: Hardware) -> list[RungCost]:
     """Every trained and extrapolated rung of ``plan`` on ``hardware``, and its GPU-hours on ``gpu``."""
     out = []
     for b, rung in zip(plan.budgets, plan.specs):
-        arms = _arms(rung, rung.overrides, hardware)
-        gpu_h = sum(p.time.device_hours for p in _arms(rung, rung.overrides, gpu))
-        out.append(RungCost(b, False, arms, gpu_h))
+        here = arms(rung, rung.overrides, hardware)
+        gpu_h = sum(p.time.device_hours for p in arms(rung, rung.overrides, gpu))
+        out.append(RungCost(b, False, here, gpu_h))
     for b in plan.beyond:
         overrides = [*plan.base.overrides, *b.overrides()]
-        arms = _arms(plan.base, overrides, hardware)
-        gpu_h = sum(p.time.device_hours for p in _arms(plan.base, overrides, gpu))
-        out.append(RungCost(b, True, arms, gpu_h))
+        here = arms(plan.base, overrides, hardware)
+        gpu_h = sum(p.time.device_hours for p in arms(plan.base, overrides, gpu))
+        out.append(RungCost(b, True, here, gpu_h))
     return out
