@@ -47,6 +47,14 @@ def test_bad_ladders_are_refused_with_one_line(argv, expect, tmp_path, monkeypat
     assert not (tmp_path / "runs").exists()
 
 
+def test_an_output_folder_that_is_a_file_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    assert _run([*LADDER, "--ladder", "size=xs,s", "--out", "afile"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "afile is a file, not a folder" in err[0]
+
+
 def test_a_dry_run_prints_each_rung_and_writes_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     rc = _run([*LADDER, "--ladder", "size=xs,s", "--match", "params", "--dry-run", "--out", "runs/lad"])

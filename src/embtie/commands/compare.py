@@ -511,6 +511,7 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
 def _ladder(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:
     """--ladder: the comparison at every rung (each in DIR/rungs/<rung>, resumable), then the ladder's report."""
     from embtie import comparison
+    from embtie.commands.common import check_out_dir
     from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
     from embtie.ladder import driver
     from embtie.ladder import spec as ladder_spec
@@ -528,6 +529,7 @@ def _ladder(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> 
             print(f"ladder rung {i}/{len(rungs)} {b.rung.value}: {b.body:,} body parameters, {b.steps:,} steps")
             _dry_run(rung, launcher)
         return 0
+    check_out_dir(spec.out_dir)
     status = 0
     with lock.hold(spec.out_dir, "ladder", lock.command_line()):
         for i, (b, rung) in enumerate(rungs, 1):
