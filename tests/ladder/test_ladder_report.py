@@ -97,3 +97,20 @@ def test_a_ladder_with_no_finished_rung_says_so(tmp_path):
     plan = driver.plan_ladder(base, spec.parse("model.n_layers=1,2"))
     report = ladder_report.build(driver.results(plan), tmp_path)
     assert any(isinstance(b, Text) and "No rung has finished yet" in b.text for b in report.blocks)
+
+
+def test_the_baseline_is_the_one_the_rungs_tested_against(tmp_path):
+    """A rung compared against another baseline (``--baseline untied`` on main) is read against it."""
+    base = CompareSpec(preset="ptb-gpt-tiny", strategies=["tied", "untied"], seeds=3, out_dir=tmp_path)
+    plan = driver.plan_ladder(base, spec.parse("size=xs,s"))
+    for b in plan.budgets:
+        data = _results_json(b.rung.value)
+        data["baseline"] = "untied"
+        data["verdicts"]["valid_ppl"]["decisions"] = {"tied": data["verdicts"]["valid_ppl"]["decisions"]["untied"]}
+        plan.rung_dir(b).mkdir(parents=True)
+        (plan.rung_dir(b) / "results.json").write_text(json.dumps(data))
+    r = driver.results(plan)
+    assert r.baseline == "untied" and {e.strategy for e in r.effects} == {"tied"}
+    tied_xs = r.of("tied")[0]
+    expected = [100 * (1 / (1 + d / 100) - 1) for d in DIFFS["xs"]]  # tied against untied
+    assert tied_xs.mean == pytest.approx(np.mean(expected))

@@ -134,10 +134,11 @@ def rung_effects(data: dict[str, Any], budget: RungBudget) -> tuple[MetricInfo, 
 def collect(
     ladder: Ladder, preset: str, command: str, strategies: list[str], budgets: list[RungBudget], out_dir: Path
 ) -> LadderResults:
-    """The finished rungs' effects (a rung with no results.json yet is left out of the effects)."""
+    """The finished rungs' effects (a rung with no results.json yet is left out of the effects). The baseline
+    is the one the rungs' comparisons tested against (their results.json says which)."""
     from embtie.comparison import BASELINE
 
-    metric, effects = None, []
+    metric, effects, baseline = None, [], BASELINE
     for b in budgets:
         path = Path(out_dir) / "rungs" / b.rung.folder / "results.json"
         if not path.is_file():
@@ -146,5 +147,6 @@ def collect(
         if not data.get("verdicts"):
             continue
         metric, found = rung_effects(data, b)
+        baseline = str(data.get("baseline", baseline))
         effects += [e for e in found if not math.isnan(e.mean)]
-    return LadderResults(ladder, preset, command, BASELINE, strategies, metric, budgets, [], effects)
+    return LadderResults(ladder, preset, command, baseline, strategies, metric, budgets, [], effects)
