@@ -107,6 +107,10 @@ class CompareSpec:
     """the sequential design of ``--until-decided`` (None: every seed at once, one look)."""
     seed_counts: dict[str, int] = field(default_factory=dict)
     """seeds of a strategy when they differ from ``seeds`` (the rounds of a sequential design)."""
+    matching: Matching | None = None
+    """``--match``: how each arm's body was adjusted to the others' parameters or FLOPs (None: as the preset)."""
+    made_by: str | None = None
+    """the command that plans this comparison when it is part of a larger one (a rung of ``--ladder``)."""
     analysis: str = DEFAULT_ANALYSIS
     """``auto``, ``full``, ``light`` or ``none``: how much each run is analysed (``analysis_level``)."""
     metric: str | None = None
@@ -116,10 +120,6 @@ class CompareSpec:
     """``--test``: every finished run is also evaluated on the test split, reported beside validation."""
     test_file: str | None = None
     """``--test-file``: the text the runs are tested on instead of their test split."""
-    matching: Matching | None = None
-    """``--match``: how each arm's body was adjusted to the others' parameters or FLOPs (None: as the preset)."""
-    made_by: str | None = None
-    """the command that plans this comparison when it is part of a larger one (a rung of ``--ladder``)."""
 
     def seeds_of(self, label: str) -> int:
         return self.seed_counts.get(label, self.seeds)
@@ -144,6 +144,10 @@ class CompareSpec:
             parts += ["--until-decided", "--max-seeds", str(self.design.max_seeds)]
             if self.design.step != SequentialDesign.step:
                 parts += ["--seeds-per-round", str(self.design.step)]
+        if self.matching is not None:
+            parts += ["--match", self.matching.mode]
+            if self.matching.tolerance != DEFAULT_MATCH_TOLERANCE:
+                parts += ["--match-tolerance", f"{self.matching.tolerance:g}"]
         if self.margins:
             parts += ["--margin", ",".join(f"{k}={m.spec()}" for k, m in self.margins.items())]
         if self.analysis != DEFAULT_ANALYSIS:
@@ -154,10 +158,6 @@ class CompareSpec:
             parts += ["--test"]
         if self.test_file is not None:
             parts += ["--test-file", self.test_file]
-        if self.matching is not None:
-            parts += ["--match", self.matching.mode]
-            if self.matching.tolerance != DEFAULT_MATCH_TOLERANCE:
-                parts += ["--match-tolerance", f"{self.matching.tolerance:g}"]
         parts += ["--out", str(self.out_dir), *self.overrides]
         return " ".join(parts)
 
@@ -277,8 +277,7 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
     runs = []
     for label in spec.strategies:
         name, variant_opts = spec.variants.get(label, (label, {}))
-        arm = spec.matching.overrides_of(label) if spec.matching is not None else []
-        base = load_config(spec.preset, [*(o for o in spec.overrides if o not in user_opts), *arm])
+        base = load_config(spec.preset, [o for o in spec.overrides if o not in user_opts])
         # The preset's options are conventions of its model (sqrt(d) embedding scale, uniform init,
         # softmax bias): every strategy that accepts an option gets it, so that strategies differ only
         # in their output layer. Options the strategy does not accept (another strategy's own, such
@@ -292,6 +291,7 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
             cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace({"train.progress": False})
+            cfg = cfg.replace(spec.matching.overrides_of(label)) if spec.matching is not None else cfg  # --match
             level = analysis_level(spec.analysis, cfg)
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
     for r in runs if folders else []:
