@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from embtie.comparison import CompareSpec
     from embtie.comparison.launchers import Launched, Launcher
+    from embtie.ladder.driver import LadderPlan
 
 HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
 DESCRIPTION = (
@@ -25,6 +26,8 @@ EXAMPLES = (
     "embtie compare ptb-gpt-tiny --strategies tied,l2norm --until-decided --seeds 2 --max-seeds 6 --out runs/seq",
     "embtie compare ptb-gpt-tiny --strategies tied,untied,l2norm --seeds 3 --out runs/cmp"
     " --report-only train.threads=1",
+    "embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 2 --ladder size=xs,s --extrapolate 6xl"
+    " --out runs/ladder train.threads=1",
 )
 
 
@@ -99,6 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
     _add_analysis_argument(parser)
+    _add_ladder_arguments(parser)
     _add_launcher_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -155,6 +159,53 @@ def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
         "similarity or update dynamics (the report drops those three sections); none: also no per-unit "
         "validation pass (no bootstrap table: verdicts from the seeds alone). auto (the default): full for "
         f"runs capped at {FULL_ANALYSIS_MIN_STEPS}+ steps (or uncapped), light for shorter ones",
+    )
+
+
+def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
+    """--ladder and its options, --match (docs/ladders.md)."""
+    from embtie.commands.common import number_arg
+    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, MATCH_MODES
+    from embtie.ladder import sizes
+    from embtie.ladder.spec import DEFAULT_TOKENS_PER_PARAM
+
+    group = parser.add_argument_group("ladders and matched arms (docs/ladders.md)")
+    group.add_argument(
+        "--ladder",
+        default=None,
+        metavar="KEY=V1,V2,...",
+        help="run the same comparison at each value of a config key (e.g. model.n_layers=1,2,4), or of size "
+        f"(depth, width and heads of a gpt together: {','.join(sizes.SIZES)}), each rung in DIR/rungs/<rung> "
+        "(resumable), and report the effect against body size with a fitted trend",
+    )
+    group.add_argument(
+        "--tokens-per-param",
+        type=number_arg(float, "--tokens-per-param", gt=0, most=1e6),
+        default=None,
+        metavar="R",
+        help=f"(ladder) every arm of a rung trains on R x the rung's body (non-embedding) parameters tokens "
+        f"(default {DEFAULT_TOKENS_PER_PARAM:g}, Hoffmann et al.'s compute-optimal ratio)",
+    )
+    group.add_argument(
+        "--extrapolate",
+        default=None,
+        metavar="V1,V2",
+        help="(ladder) values of the ladder's key not trained: the report gives the trend's prediction there, "
+        "marked as an extrapolation, and the GPU-hours a run of them would take",
+    )
+    group.add_argument(
+        "--match",
+        choices=MATCH_MODES,
+        default=None,
+        help="deepen the body of the arms that save parameters (or FLOPs) until every arm has the largest arm's "
+        "learned parameters (params) or training FLOPs per token (flops), within --match-tolerance",
+    )
+    group.add_argument(
+        "--match-tolerance",
+        type=number_arg(float, "--match-tolerance", gt=0, lt=1),
+        default=None,
+        metavar="FRACTION",
+        help=f"(match) the largest relative gap to the target an arm may keep (default {DEFAULT_MATCH_TOLERANCE:g})",
     )
 
 
@@ -321,6 +372,14 @@ def _check_no_idle_options(args: argparse.Namespace, overrides: list[str]) -> No
     and its place in the grid)."""
     from embtie.errors import ConfigError
 
+    if args.ladder is None:
+        for flag, value in (("--tokens-per-param", args.tokens_per_param), ("--extrapolate", args.extrapolate)):
+            if value is not None:
+                raise ConfigError(
+                    f"{flag} {value} is an option of --ladder; add --ladder KEY=V1,V2,... or leave it out"
+                )
+    if args.match is None and args.match_tolerance is not None:
+        raise ConfigError(f"--match-tolerance {args.match_tolerance:g} is an option of --match; add --match params")
     if not args.until_decided:
         for flag, value in (("--max-seeds", args.max_seeds), ("--seeds-per-round", args.seeds_per_round)):
             if value is not None:
@@ -371,14 +430,24 @@ def _check_before_writing(spec: CompareSpec) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
     from embtie.errors import ConfigError
     from embtie.rundir import lock
 
     spec, default_job = _spec(args)
     launcher = _launcher(args, default_job)
+    if args.dry_run and args.report_only:
+        raise ConfigError("--dry-run trains nothing and --report-only draws the report; give one of them")
+    if args.ladder is not None:
+        if default_job:
+            raise ConfigError("--ladder needs a preset, e.g. embtie compare ptb-gpt-tiny --ladder size=xs,s,m,l")
+        return _ladder(spec, args, launcher)
+    if args.match is not None:
+        from embtie.ladder import matching
+
+        tolerance = args.match_tolerance if args.match_tolerance is not None else DEFAULT_MATCH_TOLERANCE
+        spec = matching.match(spec, args.match, tolerance)
     if args.dry_run:
-        if args.report_only:
-            raise ConfigError("--dry-run trains nothing and --report-only draws the report; give one of them")
         return _dry_run(spec, launcher)
     with lock.hold(spec.out_dir, "comparison", lock.command_line()):  # one writer per output folder
         return _compare(spec, args, launcher)
@@ -448,7 +517,12 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
         test_split.evaluate_all(runs, spec.test_file, progress=not args.no_progress)
     results = comparison.collect(spec, runs)
     csv_path, json_path = comparison.write_tables(results, out)
-    md, page = document.write(comparison_report.build(results, out), out)
+    report = comparison_report.build(results, out)
+    if spec.matching is not None:  # how the arms were matched, first: every figure below depends on it
+        from embtie.reporting.sections.matching import matching_blocks
+
+        report.blocks[0:0] = matching_blocks(spec.matching)
+    md, page = document.write(report, out)
     seeds = "/".join(str(spec.seeds_of(s)) for s in spec.strategies) if spec.seed_counts else str(spec.seeds)
     print(f"compared {len(spec.strategies)} strategies x {seeds} seeds in {time.perf_counter() - t0:.0f} s")
     for line in comparison_report.verdict_lines(results, out):
@@ -457,3 +531,58 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
     print(f"        {md.resolve()}")
     print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")
     return _unfinished(launched, len(runs))
+
+
+def _ladder(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:
+    """--ladder: the comparison at every rung (each in DIR/rungs/<rung>, resumable), then the ladder's report."""
+    from embtie import comparison
+    from embtie.commands.common import check_out_dir
+    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
+    from embtie.ladder import driver
+    from embtie.ladder import spec as ladder_spec
+    from embtie.rundir import lock
+
+    if args.out is None:
+        spec = replace(spec, out_dir=Path("runs") / f"ladder-{Path(spec.preset).stem}")
+    ratio = args.tokens_per_param if args.tokens_per_param is not None else ladder_spec.DEFAULT_TOKENS_PER_PARAM
+    ladder = ladder_spec.parse(args.ladder, ratio, args.extrapolate)
+    tolerance = args.match_tolerance if args.match_tolerance is not None else DEFAULT_MATCH_TOLERANCE
+    plan = driver.plan_ladder(spec, ladder, args.match, tolerance)
+    rungs = list(zip(plan.budgets, plan.specs))
+    if args.dry_run:
+        for i, (b, rung) in enumerate(rungs, 1):
+            print(f"ladder rung {i}/{len(rungs)} {b.rung.value}: {b.body:,} body parameters, {b.steps:,} steps")
+            _dry_run(rung, launcher)
+        return 0
+    check_out_dir(spec.out_dir)
+    status = 0
+    with lock.hold(spec.out_dir, "ladder", lock.command_line()):
+        for i, (b, rung) in enumerate(rungs, 1):
+            print(f"ladder rung {i}/{len(rungs)} {b.rung.value}: {b.body:,} body parameters, {b.steps:,} steps")
+            if args.report_only and not comparison.finished_runs(comparison.plan(rung)):
+                continue
+            with lock.hold(rung.out_dir, "comparison", lock.command_line()):
+                status = max(status, _compare(rung, args, launcher))
+        _ladder_report(plan)
+    return status
+
+
+def _ladder_report(plan: LadderPlan) -> None:
+    """Collect the finished rungs, write DIR/ladder.json and the ladder's report, print the trends."""
+    import json
+
+    from embtie.ladder import driver
+    from embtie.reporting import document, ladder_report
+
+    out = plan.base.out_dir
+    results = driver.results(plan)
+    (out / "ladder.json").write_text(json.dumps(results.to_json(), indent=2) + "\n", encoding="utf-8")
+    md, page = document.write(ladder_report.build(results, out), out)
+    unit = results.metric.unit if results.metric is not None else ""
+    for s in plan.base.strategies:
+        t = results.trend(s) if s != results.baseline else None
+        if t is not None:
+            lo, hi = t.slope_interval()
+            print(f"  {s}: {t.slope:+.2f}{unit} per tenfold body [{lo:+.2f}, {hi:+.2f}] over {t.n} rungs")
+    print(f"ladder report: {page.resolve()}")
+    print(f"               {md.resolve()}")

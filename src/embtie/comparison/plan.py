@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from embtie.analysis import run_diagnostics
+from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, Matching
 from embtie.config import RunConfig, load_config
 from embtie.decisions import Margin, SequentialDesign
 from embtie.errors import ConfigError
@@ -106,6 +107,10 @@ class CompareSpec:
     """the sequential design of ``--until-decided`` (None: every seed at once, one look)."""
     seed_counts: dict[str, int] = field(default_factory=dict)
     """seeds of a strategy when they differ from ``seeds`` (the rounds of a sequential design)."""
+    matching: Matching | None = None
+    """``--match``: how each arm's body was adjusted to the others' parameters or FLOPs (None: as the preset)."""
+    made_by: str | None = None
+    """the command that plans this comparison when it is part of a larger one (a rung of ``--ladder``)."""
     analysis: str = DEFAULT_ANALYSIS
     """``auto``, ``full``, ``light`` or ``none``: how much each run is analysed (``analysis_level``)."""
     metric: str | None = None
@@ -131,6 +136,8 @@ class CompareSpec:
 
     def command(self) -> str:
         """The shell command that (re)creates this comparison."""
+        if self.made_by is not None:
+            return self.made_by
         listed = ",".join(self.strategy_text(label) for label in self.strategies)
         parts = ["embtie compare", self.preset, "--strategies", listed, "--seeds", str(self.seeds)]
         if self.first_seed:
@@ -139,6 +146,10 @@ class CompareSpec:
             parts += ["--until-decided", "--max-seeds", str(self.design.max_seeds)]
             if self.design.step != SequentialDesign.step:
                 parts += ["--seeds-per-round", str(self.design.step)]
+        if self.matching is not None:
+            parts += ["--match", self.matching.mode]
+            if self.matching.tolerance != DEFAULT_MATCH_TOLERANCE:
+                parts += ["--match-tolerance", f"{self.matching.tolerance:g}"]
         if self.margins:
             parts += ["--margin", ",".join(f"{k}={m.spec()}" for k, m in self.margins.items())]
         if self.analysis != DEFAULT_ANALYSIS:
@@ -292,6 +303,7 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace(arm) if arm else cfg  # after the strategy is set: head_* keys need its head
             cfg = cfg.replace({"train.progress": False})
+            cfg = cfg.replace(spec.matching.overrides_of(label)) if spec.matching is not None else cfg  # --match
             level = analysis_level(spec.analysis, cfg)
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
     for r in runs if folders else []:

@@ -44,6 +44,10 @@ class ModelShape:
     matrix, a separate encoder embedding, learned positions."""
     attention_layers: int
     """scaled dot-product attention modules (self- and cross-attention)."""
+    body: int
+    """the body's learned weights: the model's own, neither the strategy's nor a lookup table of the model's
+    (learned positions, a separate encoder embedding) -- Kaplan et al.'s non-embedding N, the size a ladder's
+    token budget is set from (``embtie.ladder``)."""
 
     @property
     def matmul_params(self) -> int:
@@ -102,6 +106,14 @@ def _lookup_elements(model: nn.Module, strategy: SharingStrategy) -> int:
     return total
 
 
+def _model_tables(model: nn.Module, strategy: SharingStrategy) -> int:
+    """Learned elements of the model's own lookup tables (not the strategy's): learned positions, a separate
+    encoder embedding."""
+    own = {id(p) for p in strategy.parameters()}
+    tables = {id(m.weight): m.weight for m in model.modules() if isinstance(m, nn.Embedding | PlainEmbedding)}
+    return sum(w.numel() for k, w in tables.items() if k not in own and w.requires_grad)
+
+
 def measure(cfg: RunConfig, task: Task) -> ModelShape:
     """The shape of the model ``cfg`` trains on ``task`` (whose vocabulary sets V)."""
     model = _build_on_meta(cfg, task)
@@ -115,4 +127,5 @@ def measure(cfg: RunConfig, task: Task) -> ModelShape:
         fixed=counts.fixed,
         lookup=_lookup_elements(model, strategy),
         attention_layers=sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()),
+        body=counts.learned - counts.sharing_learned - _model_tables(model, strategy),
     )
