@@ -24,6 +24,9 @@ from embtie.hf.fold import Folded, NotFoldableError, fold
 from embtie.hf.patch import sharing_of
 
 SHARING_PREFIX = "embtie_sharing."
+EXPORT_MARKER = "embtie_export"
+"""The config.json entry export writes ({"strategy", "options", "tied"}): where the weights came from, for
+``embtie hf-audit``; stock transformers keeps it as an inert config attribute."""
 TIE_TOL = 1e-9
 """Relative float64 difference under which the input table and the output layer are one matrix (tied)."""
 
@@ -159,6 +162,8 @@ def export(model: nn.Module, out_dir: str | Path) -> ExportResult:
     if tied:
         stock.tie_weights()
     stock.generation_config = copy.deepcopy(model.generation_config)
+    record = model.config.embtie
+    setattr(stock.config, EXPORT_MARKER, {"strategy": record["strategy"], "options": record["options"], "tied": tied})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stock.save_pretrained(out)
