@@ -98,8 +98,10 @@ def _copy_folder(source: Path, out: Path) -> None:
 def _export(found: Audit, out: Path) -> Audit:
     from embtie.hf.export import export
     from embtie.hf.loading import load
+    from embtie.hf.tokenizer_files import copy_tokenizer_files
 
     export(load(found.path), out)
+    copy_tokenizer_files(found.path, out)
     return audit(out)
 
 
