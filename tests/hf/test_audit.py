@@ -267,3 +267,22 @@ def test_cli_prints_the_verdict_and_refuses_bad_input_in_one_line(tmp_path, caps
         assert cli_main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert says in err and "\n" not in err, err
+
+
+def test_a_diverged_t5_is_fixed_only_by_choosing_the_matrix_to_keep(tmp_path):
+    """transformers 5 always ties T5's lm_head to shared, so the untie repair is refused; --tie-from works."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    torch.manual_seed(0)
+    tiny_model("t5", V).save_pretrained(tmp_path / "t5")
+    head = torch.randn(V, 32)
+    _rewrite(tmp_path / "t5", lambda s: {**s, HEAD: head})
+    found = audit(tmp_path / "t5")
+    assert found.verdict == "flag-tied-diverged" and found.held_input == "shared.weight"
+    assert found.output_rescale is not None and "scale_decoder_outputs" in found.output_rescale
+    with pytest.raises(ConfigError, match="--tie-from"):
+        repair(found, tmp_path / "out")
+    fixed = repair(found, tmp_path / "fixed", tie_from="output")
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(str(tmp_path / "fixed"))
+    assert fixed.verdict == "consistent-tied" and _shares(loaded)
+    assert torch.equal(loaded.shared.weight, head)

@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from embtie.errors import ConfigError, DataError
 from embtie.hf.audit import Audit, audit
 from embtie.hf.checkpoint_files import CONFIG, WEIGHTS_INDEX
+from embtie.hf.families import FAMILIES
 
 TIE_FROM = ("input", "output")
 CONSISTENT = {"consistent-tied", "consistent-untied", "embtie-export", "untied-equal-copies", "peft-merged"}
@@ -42,10 +43,11 @@ def _plan(found: Audit, tie_from: str | None) -> tuple[bool, str | None] | None:
             raise ConfigError(f"--tie-from is for a checkpoint with two matrices; {found.path} is {v}")
         return True, tie_from
     if v == "flag-tied-diverged":
-        if found.model_type == "t5":
+        fam = FAMILIES.get(found.model_type)
+        if fam is not None and fam.head_always_tied:
             raise ConfigError(
-                "transformers always ties T5's head to its input table, so the two matrices cannot be kept apart; "
-                "choose the one to keep with --tie-from input or --tie-from output"
+                f"transformers always ties {found.architecture}'s head to its input table, so the two matrices "
+                "cannot be kept apart; choose the one to keep with --tie-from input or --tie-from output"
             )
         return False, None
     if v in ("tied-missing-key", "tied-on-disk-untied-in-config"):  # one key held: move it to the input's
