@@ -22,7 +22,7 @@ DESCRIPTION = (
 )
 EXAMPLES = (
     "embtie hf-audit stock/",
-    "embtie hf-audit runs/hf-compare-gpt2-tiny/l2norm --fix audited-stock/",
+    "embtie hf-audit runs/hf/l2norm --fix audited-stock/",
 )
 
 
