@@ -286,3 +286,12 @@ def test_a_diverged_t5_is_fixed_only_by_choosing_the_matrix_to_keep(tmp_path):
     loaded = AutoModelForSeq2SeqLM.from_pretrained(str(tmp_path / "fixed"))
     assert fixed.verdict == "consistent-tied" and _shares(loaded)
     assert torch.equal(loaded.shared.weight, head)
+
+
+def test_non_finite_weights_are_named(tmp_path, capsys):
+    _saved(_llama(tied=False), tmp_path / "nan")
+    _rewrite(tmp_path / "nan", lambda s: {**s, HEAD: s[HEAD].index_fill(0, torch.tensor([1, 2]), float("nan"))})
+    found = audit(tmp_path / "nan")
+    assert found.notes == [f"{HEAD} holds 64 non-finite values (NaN or inf): the weights are broken, not only the tie"]
+    assert cli_main(["hf-audit", str(tmp_path / "nan")]) == 0
+    assert "64 non-finite values" in capsys.readouterr().out

@@ -176,6 +176,16 @@ def compare_matrices(a: Tensor, b: Tensor) -> Comparison:
     return Comparison(bool(torch.equal(a, b)), float(torch.stack(diffs).max()), float(torch.cat(cosines).median()))
 
 
+def nonfinite_notes(matrices: dict[str, Tensor]) -> list[str]:
+    """One line per matrix holding NaN or inf values (the count): such a checkpoint is broken whatever its tie."""
+    notes = []
+    for key, m in matrices.items():
+        bad = int((~torch.isfinite(m)).sum())
+        if bad:
+            notes.append(f"{key} holds {bad} non-finite values (NaN or inf): the weights are broken, not only the tie")
+    return notes
+
+
 def _family_conventions(folder: CheckpointFolder, model: Any) -> tuple[str, float | None, str | None]:
     """(embedding scale, final-logit soft cap, output rescale) of the folder's family as its config sets them."""
     fam: Family | None = FAMILIES.get(folder.config.model_type)
@@ -255,7 +265,8 @@ def audit(path: str | Path) -> Audit:
     held = [k for k in dict.fromkeys([*inputs, *outputs]) if k in folder.tensors]
     text = folder.config.get_text_config()
     tie = bool(getattr(text, "tie_word_embeddings", False))  # foreign: a transformers config
-    cmp = compare_matrices(folder.tensor(held_in), folder.tensor(held_out)) if held_in and held_out else None
+    matrices = {k: folder.tensor(k) for k in (held_in, held_out) if k is not None}
+    cmp = compare_matrices(matrices[held_in], matrices[held_out]) if held_in and held_out else None
     export = folder.raw_config.get(EXPORT_MARKER)
     scale, softcap, rescale = _family_conventions(folder, model)
     return Audit(
@@ -278,4 +289,5 @@ def audit(path: str | Path) -> Audit:
         output_rescale=rescale,
         verdict=_classify(tie, held_in, held_out, cmp, isinstance(export, dict)),
         embtie=export if isinstance(export, dict) else None,
+        notes=nonfinite_notes(matrices),
     )
