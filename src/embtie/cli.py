@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "analyze",
     "hf-compare": "hf_compare",
     "export": "export",
+    "hf-audit": "hf_audit",
     "data": "data",
     "config": "config",
     "plan": "plan",

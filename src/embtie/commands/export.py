@@ -13,7 +13,8 @@ DESCRIPTION = (
     "--save-models` strategy folder holding model/), fold its sharing strategy into a plain input embedding and "
     "lm_head, and save OUT so that transformers' AutoModelForCausalLM / AutoModelForSeq2SeqLM.from_pretrained(OUT) "
     "gives the same logits with embtie not installed. Strategies that a stock model cannot express (softcap, "
-    "nGPT's normalized h, a bias where the family's lm_head has none) are refused with the reason. "
+    "nGPT's normalized h, a bias where the family's lm_head has none) are refused with the reason. The "
+    "tokenizer files of the folder (tokenizer.json, vocab, merges, sentencepiece model, ...) are copied to OUT. "
     "Needs: pip install 'embtie[hf]'."
 )
 EXAMPLES = ("embtie export runs/hf/l2norm stock/",)
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from embtie.errors import ConfigError
     from embtie.hf import load  # needs transformers: imported on use
     from embtie.hf.export import export
+    from embtie.hf.tokenizer_files import copy_tokenizer_files
 
     source = resolve_source(args.source)
     out = Path(args.out)
@@ -73,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
     model = load(source)
     _check_finite(model, source)
     result = export(model, out)
+    copied = copy_tokenizer_files(source, out) or copy_tokenizer_files(Path(args.source), out)
+    if copied:
+        result.notes.append(f"tokenizer files copied: {', '.join(copied)}")
     for note in result.notes:
         print(f"- {note}")
     print(f"wrote {result.path} ({'tied' if result.tied else 'untied'}); load it with transformers' from_pretrained")

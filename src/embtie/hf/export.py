@@ -24,6 +24,9 @@ from embtie.hf.fold import Folded, NotFoldableError, fold
 from embtie.hf.patch import sharing_of
 
 SHARING_PREFIX = "embtie_sharing."
+EXPORT_MARKER = "embtie_export"
+"""The config.json entry export writes ({"strategy", "options", "tied"}): where the weights came from, for
+``embtie hf-audit``; stock transformers keeps it as an inert config attribute."""
 TIE_TOL = 1e-9
 """Relative float64 difference under which the input table and the output layer are one matrix (tied)."""
 
@@ -38,8 +41,9 @@ class ExportResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _stock_model(model: nn.Module, tied: bool) -> nn.Module:
-    """An unpatched model of the original class and configuration (embtie record removed), on meta."""
+def _stock_model(model: nn.Module, tied: bool, softcap: float | None = None) -> nn.Module:
+    """An unpatched model of the original class and configuration (embtie record removed), on meta; in a
+    family whose model soft-caps its logits (Gemma 2/3) its config's cap is ``softcap``."""
     config = copy.deepcopy(model.config)
     if hasattr(config, "embtie"):  # foreign: a transformers config
         delattr(config, "embtie")
@@ -47,8 +51,29 @@ def _stock_model(model: nn.Module, tied: bool) -> nn.Module:
     text = config.get_text_config()
     if text is not config:
         text.tie_word_embeddings = tied
+    cap_attr = FAMILIES[model.config.embtie["model_type"]].softcap
+    if cap_attr is not None:
+        setattr(text, cap_attr, softcap)
     with torch.device("meta"):
         return model._embtie_base(config).eval()
+
+
+def _check_family_can_hold(fam: Family, folded: Folded, model: nn.Module, name: str, tied: bool) -> None:
+    """NotFoldableError (one line) when the stock model of ``fam`` cannot compute what ``folded`` says: a soft
+    cap where the model applies none after its lm_head, or an untied head where transformers always ties."""
+    cls = type(model).__name__
+    if folded.softcap is not None and fam.softcap is None:
+        raise NotFoldableError(
+            f"strategy {name!r} soft-caps its logits (softcap={folded.softcap:g}), but {cls}'s stock lm_head is "
+            "linear and nothing caps after it, so this cannot be exported; train without the softcap option to "
+            "export (gemma2 and gemma3_text export with it: their stock model caps by final_logit_softcapping)"
+        )
+    if fam.head_always_tied and not tied:
+        raise NotFoldableError(
+            f"strategy {name!r} gives an output matrix that differs from the input table, but transformers always "
+            f"ties {cls}'s lm_head to its input table (its config forces tie_word_embeddings=True), so this cannot "
+            "be exported; export a strategy whose input and output are one matrix (tied, tied-loginit, l2norm)"
+        )
 
 
 def _same_matrix(a: Tensor, b: Tensor) -> bool:
@@ -108,7 +133,9 @@ def export(model: nn.Module, out_dir: str | Path) -> ExportResult:
     l2norm), logit_scale (fixed or learned) and a linear transform of h (tied-proj, tied-shuffle, the
     projection of fixed/hadamard with target_dim) into the output matrix. Tied exactly when the input table
     and output matrix coincide (tied, l2norm). Refused with one line (NotFoldableError, a ConfigError):
-    softcap, a non-linear transform of h (nGPT's normalized h, tied-bert with an activation or norm), and a
+    softcap (except in gemma2 / gemma3_text, whose stock model caps its logits by ``final_logit_softcapping``:
+    the cap is written there), an untied head for T5 (transformers always ties it), a non-linear transform
+    of h (nGPT's normalized h, tied-bert with an activation or norm), and a
     nonzero output bias (the bias option, distance's -||e_i||^2/2) for families whose lm_head has no bias.
     Memory: float64 copies of the sharing object's tensors are made while folding.
     """
@@ -120,11 +147,12 @@ def export(model: nn.Module, out_dir: str | Path) -> ExportResult:
     sharing = sharing_of(model)
     fam = FAMILIES[model.config.embtie["model_type"]]
     folded = fold(sharing)
-    stock = _stock_model(model, tied=False)
+    stock = _stock_model(model, tied=False, softcap=folded.softcap)
     table = folded.input_vectors / _input_paths(model, stock, fam)[1]
     tied = _same_matrix(table, folded.weight) and folded.bias is None
+    _check_family_can_hold(fam, folded, model, sharing.name, tied)
     if tied:
-        stock = _stock_model(model, tied=True)
+        stock = _stock_model(model, tied=True, softcap=folded.softcap)
     state = _stock_state(model, stock, fam, folded, table.to(sharing.weight.dtype), tied)
     expected = set(stock.state_dict())
     if set(state) != expected:
@@ -134,8 +162,12 @@ def export(model: nn.Module, out_dir: str | Path) -> ExportResult:
     if tied:
         stock.tie_weights()
     stock.generation_config = copy.deepcopy(model.generation_config)
+    record = model.config.embtie
+    setattr(stock.config, EXPORT_MARKER, {"strategy": record["strategy"], "options": record["options"], "tied": tied})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stock.save_pretrained(out)
     notes = [*folded.notes, "tied: tie_word_embeddings=True" if tied else "untied lm_head (tie_word_embeddings=False)"]
+    if folded.softcap is not None:
+        notes.append(f"soft cap {folded.softcap:g} kept in the config: the stock model caps its logits itself")
     return ExportResult(out, tied, notes)

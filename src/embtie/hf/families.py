@@ -30,6 +30,18 @@ class Family:
     module multiplies by its own ``embed_scale``, as BART's ScaledWordEmbedding does)."""
     logits_bias: str | None = None
     """Name of a (1, V) buffer the model adds to the logits after its output layer (Marian, BART), or None."""
+    scale_attr: str = "embed_scale"
+    """The float attribute that holds the scale (Gemma's embedding keeps a float32 buffer ``embed_scale`` and
+    the exact float ``scalar_embed_scale``: sqrt(hidden_size))."""
+    softcap: str | None = None
+    """Name of the config attribute with the final-logit soft cap c (z <- c tanh(z / c)) that the model applies
+    after its output layer (Gemma 2/3: ``final_logit_softcapping``), or None where it has none."""
+    output_rescale: str | None = None
+    """Name of the config flag under which the model multiplies the decoder's final hidden states by
+    d_model^-0.5 before its output layer (T5: ``scale_decoder_outputs``); part of the body, kept as it is."""
+    head_always_tied: bool = False
+    """True where transformers ties the output layer to the input table whatever the config says (T5 in
+    transformers 5: T5Config forces tie_word_embeddings=True), so no untied head can be exported."""
     classes: str = ""
     """The model classes this was verified with (documentation)."""
 
@@ -45,6 +57,34 @@ FAMILIES: dict[str, Family] = {
         Family("gpt_neox", False, "none", classes="GPTNeoXForCausalLM"),
         Family("marian", True, "model", "final_logits_bias", classes="MarianMTModel"),
         Family("bart", True, "module", "final_logits_bias", classes="BartForConditionalGeneration"),
+        Family("gemma", False, "module", scale_attr="scalar_embed_scale", classes="GemmaForCausalLM"),
+        Family(
+            "gemma2",
+            False,
+            "module",
+            scale_attr="scalar_embed_scale",
+            softcap="final_logit_softcapping",
+            classes="Gemma2ForCausalLM",
+        ),
+        Family(
+            "gemma3_text",
+            False,
+            "module",
+            scale_attr="scalar_embed_scale",
+            softcap="final_logit_softcapping",
+            classes="Gemma3ForCausalLM",
+        ),
+        Family("phi3", False, "none", classes="Phi3ForCausalLM"),
+        Family("olmo2", False, "none", classes="Olmo2ForCausalLM"),
+        Family("smollm3", False, "none", classes="SmolLM3ForCausalLM"),
+        Family(
+            "t5",
+            True,
+            "none",
+            output_rescale="scale_decoder_outputs",
+            head_always_tied=True,
+            classes="T5ForConditionalGeneration",
+        ),
     )
 }
 
@@ -113,7 +153,7 @@ def model_embed_scale(
     if fam.scale == "none":
         values = {1.0}
     elif fam.scale == "module":
-        values = {float(getattr(m, "embed_scale", 1.0)) for m in embeddings}  # foreign: transformers embedding modules
+        values = {float(getattr(m, fam.scale_attr, 1.0)) for m in embeddings}  # foreign: transformers embedding modules
     else:
         for parent, _, path in paths:
             if hasattr(parent, "embed_scale"):  # foreign: the transformers modules that own the embedding

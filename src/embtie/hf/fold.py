@@ -6,8 +6,10 @@ Every strategy's step is, in canonical form (``embtie.sharing.head``),
     input  x_i = embed(i)                      (V, d) rows: ``input_vectors()``
     logits z   = cap( W_eff . g(h) + b )       W_eff (V, d_t) with every scale folded in
 
-so a strategy folds exactly when ``cap`` is off and the transform ``g`` is affine, g(h) = h A + c:
-then z = h (W_eff A^T)^T + (W_eff c + b). Whether ``g`` is affine is found by probing it (in float64),
+so a strategy folds exactly when the transform ``g`` is affine, g(h) = h A + c: then
+z = cap(h (W_eff A^T)^T + (W_eff c + b)). The soft cap is returned beside the tensors; only families whose
+stock model applies it after its output layer (Gemma 2/3) can hold it (``embtie.hf.export`` decides).
+Whether ``g`` is affine is found by probing it (in float64),
 not by the strategy's name, so a new strategy folds or is refused without changes here. The result is
 checked against the strategy's own ``embed`` and ``logits`` before it is returned.
 """
@@ -22,6 +24,7 @@ from torch import Tensor
 
 from embtie.errors import ConfigError
 from embtie.sharing.base import SharingStrategy
+from embtie.sharing.head import apply_softcap
 
 PROBE_TOKENS = 16
 """Random hidden states (and token ids) the folded tensors are checked on."""
@@ -45,6 +48,8 @@ class Folded:
     """(V,) the output bias, or None where it is exactly zero."""
     notes: list[str] = field(default_factory=list)
     """What was folded, one line each (for the user)."""
+    softcap: float | None = None
+    """c of logits <- c tanh(z / c) after the output layer, or None (no cap)."""
 
 
 def _affine_map(probe: SharingStrategy) -> tuple[Tensor, Tensor] | None:
@@ -75,7 +80,7 @@ def _check(probe: SharingStrategy, folded: Folded) -> None:
     gen = torch.Generator().manual_seed(1)
     h = torch.randn(PROBE_TOKENS, probe.dim, generator=gen, dtype=torch.float64)
     ids = torch.randint(0, probe.vocab_size, (PROBE_TOKENS,), generator=gen)
-    z = h @ folded.weight.T + (0.0 if folded.bias is None else folded.bias)
+    z = apply_softcap(h @ folded.weight.T + (0.0 if folded.bias is None else folded.bias), folded.softcap)
     ref_z, ref_x = probe.logits(h), probe.embed(ids)
     for what, got, ref in (("logits", z, ref_z), ("input embeddings", folded.input_vectors[ids], ref_x)):
         if (got - ref).abs().max() > AFFINE_TOL * (1.0 + ref.abs().max()):
@@ -86,16 +91,11 @@ def _check(probe: SharingStrategy, folded: Folded) -> None:
 
 
 def fold(sharing: SharingStrategy) -> Folded:
-    """The input table and output layer (float64) that reproduce ``sharing``; NotFoldableError (one line:
-    why, and what to change) when no plain embedding + linear layer can."""
+    """The input table, output layer (float64) and soft cap that reproduce ``sharing``; NotFoldableError (one
+    line: why, and what to change) when no plain embedding + linear layer (+ cap) can."""
     probe = copy.deepcopy(sharing).to(torch.float64).eval()
     with torch.no_grad():
         head = probe.head()
-        if head.softcap is not None:
-            raise NotFoldableError(
-                f"strategy {sharing.name!r} soft-caps its logits (softcap={head.softcap:g}); a stock lm_head is "
-                "linear, so this cannot be exported; train without the softcap option to export"
-            )
         weight = head.effective_weight()
         bias = head.full_bias()
         notes = [f"output layer = the effective output matrix of {sharing.name!r} (every scale folded in)"]
@@ -109,6 +109,6 @@ def fold(sharing: SharingStrategy) -> Folded:
             notes.append("the linear transform of h before the output layer folded into the output matrix")
         if bias is not None and not bool(bias.ne(0).any()):
             bias = None
-        folded = Folded(probe.input_vectors().detach(), weight.detach().contiguous(), bias, notes)
+        folded = Folded(probe.input_vectors().detach(), weight.detach().contiguous(), bias, notes, head.softcap)
         _check(probe, folded)
     return folded

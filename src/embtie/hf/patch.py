@@ -77,6 +77,8 @@ def apply(
     conventions: list[str] = []
     scale_holders = _take_embed_scale(tables, opts, conventions)
     logits_bias, bias_to_copy = _take_logits_bias(model, tables, copy_weights, opts, conventions)
+    _take_softcap(model, tables.family, opts, conventions)
+    conventions.extend(_output_rescale_note(model, tables.family))
     if getattr(tables.output, "bias", None) is not None:  # foreign: a transformers output layer
         raise ConfigError("output layers with their own bias are not supported by embtie.hf")
     sharing = _build_sharing(strategy, tables, opts, training=model.training)
@@ -193,6 +195,33 @@ def _take_logits_bias(
     return logits_bias, logits_bias
 
 
+def _take_softcap(model: nn.Module, fam: Family, opts: dict[str, Any], conventions: list[str]) -> None:
+    """Move the final-logit soft cap the model applies after its output layer (Gemma 2/3's
+    ``final_logit_softcapping``) into ``opts["softcap"]`` (unless given), so that the loss computed from h by
+    the sharing object is capped as the model's logits are; ``_install`` then sets the model's own to None."""
+    if fam.softcap is None:
+        return
+    cap = getattr(model.config.get_text_config(), fam.softcap)
+    if cap is None:
+        return
+    if "softcap" in opts:
+        conventions.append(f"the model's final-logit softcap {cap:g} (config.{fam.softcap}) replaced by option softcap")
+        return
+    opts["softcap"] = float(cap)
+    conventions.append(f"final-logit softcap {cap:g} (config.{fam.softcap}) moved into the sharing object as softcap")
+
+
+def _output_rescale_note(model: nn.Module, fam: Family) -> list[str]:
+    """A line when the model multiplies its final hidden states by d_model^-0.5 before the output layer
+    (T5's ``scale_decoder_outputs``): that stays in the body, so the sharing object's h is taken after it."""
+    if fam.output_rescale is None or not getattr(model.config, fam.output_rescale):
+        return []
+    return [
+        f"the model multiplies its final hidden states by d_model^-0.5 before the output layer "
+        f"(config.{fam.output_rescale}=True); kept in the body: the sharing object gets the rescaled h"
+    ]
+
+
 def _build_sharing(strategy: str, tables: _Tables, opts: dict[str, Any], *, training: bool) -> SharingStrategy:
     """The sharing object, on the device and in the dtype of the model's embedding."""
     try:
@@ -221,6 +250,8 @@ def _install(
         setattr(parent, attr, head_module)
     for holder, _ in scale_holders:
         holder.embed_scale = 1.0
+    if tables.family.softcap is not None:  # the sharing object caps the logits now (and its loss with them)
+        setattr(model.config.get_text_config(), tables.family.softcap, None)
     if logits_bias is not None:
         assert tables.family.logits_bias is not None
         # (1, 1) zeros broadcast against both the (B, T, V) logits and the head's empty capture output.

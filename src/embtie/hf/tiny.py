@@ -10,6 +10,17 @@ from torch import nn
 from embtie.errors import ConfigError
 from embtie.hf._require import require_transformers
 
+_DECODER: dict[str, Any] = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "max_position_embeddings": 64,
+}
+"""A decoder-only body of width 32 (2 layers, grouped-query attention) shared by the llama-like families."""
+
 # model_type -> (config class, model class, config keyword arguments for width 32)
 _TINY: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", {"n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64}),
@@ -102,6 +113,17 @@ _TINY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "max_position_embeddings": 64,
             "scale_embedding": True,
         },
+    ),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", _DECODER),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {**_DECODER, "sliding_window": 16}),
+    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", {**_DECODER, "sliding_window": 16}),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", _DECODER),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", _DECODER),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", _DECODER),
+    "t5": (
+        "T5Config",
+        "T5ForConditionalGeneration",
+        {"d_model": 32, "d_ff": 64, "d_kv": 16, "num_layers": 1, "num_heads": 2, "relative_attention_num_buckets": 8},
     ),
 }
 

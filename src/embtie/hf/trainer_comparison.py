@@ -174,10 +174,13 @@ def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, o
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
     )
+    from embtie.hf.callback import EmbtieCallback
+
     trainer = transformers.Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=valid_ds)
     trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
     trainer.add_callback(_progress_callback(transformers, log))
     trainer.add_callback(_finite_callback(transformers, sharing_of(model), strategy, cfg.lr))
+    trainer.add_callback(EmbtieCallback())  # the strategy's step hooks (tie-untie's switch)
     start = trainer.evaluate()["eval_loss"]
     t0 = time.perf_counter()
     trainer.train()

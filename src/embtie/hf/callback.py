@@ -1,0 +1,69 @@
+"""EmbtieCallback: the per-step hooks of embtie's strategies under transformers' Trainer.
+
+Some strategies act between optimizer steps (``VocabularyTables.on_train_step``): tie-untie unties at a
+fraction of training and carries E's optimizer moments over to O; every strategy checks at the first step
+that the host's init left its own in place. embtie's trainer and a user's own loop call the hook
+(docs/your-loop.md); under transformers' ``Trainer`` this callback does, before every optimizer step::
+
+    from embtie.hf.callback import EmbtieCallback
+    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[EmbtieCallback()])
+
+The step is the Trainer's ``state.global_step`` (optimizer steps done, so gradient accumulation counts
+once per update) of ``state.max_steps``; the optimizer is the Trainer's (accelerate's wrapper hands its
+``state`` through).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from embtie.hf._require import require_transformers
+
+require_transformers()
+
+from transformers import TrainerCallback  # noqa: E402
+
+from embtie.hf.model import EmbtieModelMixin  # noqa: E402
+from embtie.hf.peft_compat import active_sharing  # noqa: E402
+from embtie.sharing.base import SharingStrategy  # noqa: E402
+
+
+def sharing_objects(model: nn.Module) -> list[SharingStrategy]:
+    """The sharing object of every patched model inside ``model`` (itself, or wrapped by peft or DDP): the
+    copy in use when peft's modules_to_save wraps it."""
+    found: list[SharingStrategy] = []
+    for module in model.modules():
+        if isinstance(module, EmbtieModelMixin):
+            sharing = active_sharing(module.embtie_sharing)
+            if all(sharing is not s for s in found):
+                found.append(sharing)
+    return found
+
+
+class EmbtieCallback(TrainerCallback):
+    """Calls ``on_train_step(step, total, optimizer)`` of the patched model's sharing object before every
+    optimizer step of a transformers ``Trainer`` (a ConfigError at the start of training when the model
+    holds no embtie sharing object)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        """the steps the hook ran at (for checks and logs)."""
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kwargs: Any):
+        from embtie.errors import ConfigError
+
+        if model is None or not sharing_objects(model):
+            raise ConfigError(
+                "EmbtieCallback needs a model patched by embtie.hf.apply (or loaded with embtie.hf.load); "
+                "this Trainer's model has no embtie sharing object: drop the callback or apply a strategy"
+            )
+
+    def on_step_begin(
+        self, args: Any, state: Any, control: Any, model: nn.Module | None = None, optimizer: Any = None, **kwargs: Any
+    ):
+        assert model is not None
+        for sharing in sharing_objects(model):
+            sharing.on_train_step(state.global_step, state.max_steps, optimizer)
+        self.calls.append(state.global_step)
