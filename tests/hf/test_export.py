@@ -136,6 +136,7 @@ def test_tie_word_embeddings_is_set_right(exported):
         ("llama", "distance", {}, "has no bias"),
         ("gpt2", "tied", {"bias": True}, "has no bias"),
         ("llama", "tied", {"softcap": 30.0}, "soft-caps"),
+        ("gemma2", "tied", {"softcap": 30.0, "softcap_form": "sigmoid"}, "sigmoid soft-cap"),
         ("gpt2", "tied-bert", {"norm": "layernorm"}, "activation or a norm"),
     ],
 )

@@ -93,6 +93,12 @@ def _check(probe: SharingStrategy, folded: Folded) -> None:
 def fold(sharing: SharingStrategy) -> Folded:
     """The input table, output layer (float64) and soft cap that reproduce ``sharing``; NotFoldableError (one
     line: why, and what to change) when no plain embedding + linear layer (+ cap) can."""
+    if sharing.softcap is not None and sharing.cap_shape.form != "tanh":
+        raise NotFoldableError(
+            f"strategy {sharing.name!r} caps its logits with a {sharing.cap_shape.form} soft-cap; stock transformers "
+            "applies only the tanh cap (gemma2/gemma3's final_logit_softcapping), so this cannot be exported; "
+            "train with softcap_form=tanh, or without softcap"
+        )
     probe = copy.deepcopy(sharing).to(torch.float64).eval()
     with torch.no_grad():
         head = probe.head()
