@@ -152,6 +152,7 @@ def document(name: str) -> str:
 R, P, D = "README.md", "docs/reproductions.md", "docs/results.md"
 M = "results/modded-nanogpt-head/README.md"
 Q = "results/quantization/README.md"
+L = "results/ladder-ptb-gpt-tiny/README.md"
 Expr = Callable[[Folder], Any]
 
 FIGURES: list[tuple[str, str, str, Expr]] = [
@@ -178,6 +179,12 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "zero head {};", "modded-nanogpt-head/head-recipes", lambda f: f.said("valid_ppl", "untied-zero")),
     (R, "betas (0.8, 0.95) {} |", "modded-nanogpt-head/head-recipes", lambda f: f.said("valid_ppl", "untied-tablelr")),
     (R, "int4 tied {:+.3f}%, untied {:+.3f}%, l2norm {:+.3f}%", "quantization/int4", lambda f: tuple(statistics.mean(_quant_costs("int4")[s]) for s in ("tied", "untied", "l2norm"))),
+    *[(L, "| {:,} | {:,} | {} | {} |", f"ladder-ptb-gpt-tiny/rungs/size-{rung}", lambda f, r=rung: (_ladder()["body"][r], f.rows[0].steps, f.said("valid_ppl", "untied"), f.said("valid_ppl", "l2norm"))) for rung in ("xs", "s", "m", "l")],
+    *[(L, f"{name}'s\nslope {{:.2f}} points per tenfold body [{{:.2f}}, {{:+.2f}}]" if name == "untied" else f"{name}'s {{:.2f}} [{{:.2f}}, {{:+.2f}}]", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f, n=name: _ladder()["slope"][n]) for name in ("untied", "l2norm")],
+    (L, "{:,.0f} core-seconds of training steps", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: sum(_ladder_train_s(r) for r in ("xs", "s", "m", "l"))),
+    (L, "rung xs {:.0f} s, s {:.0f} s, m {:.0f} s, l {:,.0f} s", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: tuple(_ladder_train_s(r) for r in ("xs", "s", "m", "l"))),
+    (L, "reduced χ² {:.2f}", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: _ladder()["scale"]["untied"]),
+    (L, "would take {:.2f}, {:.1f} and {:.0f} H100 GPU-hours", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: tuple(_ladder()["gpu"][r] for r in ("2xl", "4xl", "6xl"))),
     (M, "| untied vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "untied")),
     (M, "| tie-untie vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "tie-untie")),
     (M, "| tie-untie vs untied | {} |", "modded-nanogpt-head/untie-vs-untied", lambda f: f.said("valid_ppl", "tie-untie")),
@@ -341,6 +348,31 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: (folder("shalev-captioning/show-tell").seed("tied", 0, "steps") / folder("shalev-captioning/show-tell").budget_minutes()) / (f.seed("tied", 0, "steps") / f.budget_minutes())),
     (P, "had not improved for 3 epochs, {}\nepochs;", "shalev-decisive/de-en", lambda f: re.search(r"Budget: [^;]*?([\d]+-[\d]+) \(median [\d]+\) epochs", f.report)[1].replace("-", "–")),
 ]  # fmt: skip
+
+
+def _ladder_train_s(rung: str) -> float:
+    """Core-seconds of training steps of a rung: steps x 1,024 tokens per step / tokens per second, summed over
+    its runs (results.json rows)."""
+    return sum(r.steps * 1024 / r.tokens_per_s for r in folder(f"ladder-ptb-gpt-tiny/rungs/size-{rung}").rows)
+
+
+@cache
+def _ladder() -> dict[str, dict[str, Any]]:
+    """results/ladder-ptb-gpt-tiny/ladder.json's rungs' bodies, GPU-hours, and each trend refitted from its
+    per-rung effects with embtie.ladder.trend.fit (slope, its interval, the reduced chi^2 scale)."""
+    import json
+
+    from embtie.ladder.trend import fit
+
+    data = json.loads((ROOT / "results" / "ladder-ptb-gpt-tiny" / "ladder.json").read_text(encoding="utf-8"))
+    out: dict[str, dict[str, Any]] = {"body": {r["value"]: r["body"] for r in data["rungs"]}, "gpu": data["gpu_hours"],
+                                      "slope": {}, "scale": {}}  # fmt: skip
+    for name in ("untied", "l2norm"):
+        e = [x for x in data["effects"] if x["strategy"] == name]
+        t = fit([x["body"] for x in e], [x["mean"] for x in e], [x["se"] for x in e], [x["n"] for x in e])
+        out["slope"][name] = (t.slope, *t.slope_interval())
+        out["scale"][name] = t.scale
+    return out
 
 
 def _quant_costs(fmt: str) -> dict[str, list[float]]:
