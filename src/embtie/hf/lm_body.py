@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from embtie.hf._require import require_transformers
@@ -27,11 +28,12 @@ def build_body(
         body = build_model(model_config(read_model_config(spec), sharing.vocab_size))
         return adopt(body.train(), sharing, options, copy_weights=False), 0
     folder = Path(spec).expanduser()
-    transformers = require_transformers()
-    body = transformers.AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
     if len(vocabulary) != sharing.vocab_size:
         raise ValueError(f"vocabulary of {len(vocabulary)} tokens for a sharing object of {sharing.vocab_size} rows")
     transfer = match(vocabulary, checkpoint_tokens(folder))
+    transformers = require_transformers()
+    transformers.utils.logging.disable_progress_bar()  # embtie's own progress says what a run does
+    body = transformers.AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
     transfer_tables(body, transfer)
     return adopt(body.train(), sharing, options, copy_weights=True), transfer.missing
 

@@ -125,7 +125,7 @@ class Shape:
 def shape_of(spec: str) -> Shape:
     """The width, context length and kind of the model ``spec`` names (cached: configs read it often)."""
     raw = read_model_config(spec)
-    config = model_config(raw, 8)
+    config = model_config(raw, int(raw.get("vocab_size", 8)))
     text = config.get_text_config()
     max_len = getattr(text, "max_position_embeddings", None)  # foreign: a transformers config
     return Shape(int(text.hidden_size), None if max_len is None else int(max_len), Path(spec).expanduser().is_dir())

@@ -23,6 +23,11 @@ SPECIALS = {"<eos>": "eos_token", "<unk>": "unk_token"}
 """embtie's special tokens -> the tokenizer attribute naming the checkpoint's counterpart."""
 
 
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json")
+"""one of them is in every folder ``tokenizer.save_pretrained`` writes (transformers 5 otherwise returns an
+empty tokenizer of the model's family)."""
+
+
 @dataclass(frozen=True)
 class Transfer:
     """How the task's vocabulary met the checkpoint's."""
@@ -40,14 +45,15 @@ def checkpoint_tokens(folder: str | Path) -> dict[str, int]:
     """token -> row of the checkpoint's tokenizer (saved in ``folder`` with ``tokenizer.save_pretrained``),
     its eos/unk tokens also under embtie's ``<eos>``/``<unk>``."""
     transformers = require_transformers()
+    fix = "the rows of a pretrained embedding belong to tokens: save the tokenizer beside the weights "
+    fix += "(tokenizer.save_pretrained(folder))"
+    if not any((Path(folder) / name).is_file() for name in TOKENIZER_FILES):
+        raise DataError(f"{folder} holds no tokenizer (no {' or '.join(TOKENIZER_FILES)}); {fix}")
     try:
         tok = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError) as e:
         why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-        raise DataError(
-            f"{folder} holds no tokenizer ({why}); the rows of a pretrained embedding belong to tokens: save the "
-            "tokenizer beside the weights (tokenizer.save_pretrained(folder))"
-        ) from None
+        raise DataError(f"{folder} holds no tokenizer that loads ({why}); {fix}") from None
     table = dict(tok.get_vocab())
     for ours, attr in SPECIALS.items():
         theirs = getattr(tok, attr)  # foreign: a transformers tokenizer (None when it has no such token)
