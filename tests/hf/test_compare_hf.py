@@ -149,3 +149,44 @@ def test_a_folder_without_tokenizer_or_config_is_one_line(tmp_path, capsys):
         load_config(PRESET, [f"model.hf={tmp_path}"])
     with pytest.raises(ConfigError, match="unknown model config 'gpt3-tiny'"):
         load_config(PRESET, ["model.hf=gpt3-tiny"])
+
+
+def test_a_huge_learning_rate_stops_at_the_first_non_finite_step(tmp_path, capsys):
+    argv = ["train", PRESET, f"model.hf={_config_file(tmp_path, LLAMA)}", *SMALL, "train.lr=1e6",
+            "train.grad_clip=null", "train.max_steps=20", "--out", str(tmp_path / "run")]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not finite" in err[0] and "train.lr=1e+06" in err[0], err
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
+@pytest.fixture
+def fake_sbatch(tmp_path, monkeypatch):
+    """sbatch (answers "Submitted batch job 99", runs nothing) and squeue (job 99 pending) on PATH."""
+    pytest.importorskip("submitit")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    queue = "printf '99_0|PENDING\\n99_1|PENDING\\n'"
+    for name, body in {"sbatch": "echo 'Submitted batch job 99'", "srun": "exit 0", "squeue": queue}.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_a_slurm_launch_submits_the_hf_runs(tmp_path, capsys, fake_sbatch):
+    import pickle
+
+    out = tmp_path / "grid"
+    argv = ["compare", PRESET, f"model.hf={_config_file(tmp_path, GPT2)}", *SMALL, "--strategies", "tied,l2norm",
+            "--seeds", "1", "--out", str(out), "--launcher", "slurm", "--no-progress"]  # fmt: skip
+    assert cli.main([*argv, "--dry-run"]) == 0
+    plan = capsys.readouterr().out.strip().splitlines()
+    assert plan[0] == "plan: 2 runs with --launcher slurm; nothing is trained or submitted"
+    assert cli.main([*argv, "--no-wait"]) == 0
+    assert "submitted 2 runs to Slurm as array job 99 (2 tasks)" in capsys.readouterr().out
+    assert "#SBATCH --cpus-per-task=1\n" in (out / "slurm" / "99_submission.sh").read_text()
+    with open(out / "slurm" / "99_0_submitted.pkl", "rb") as f:
+        job = pickle.load(f).function  # what the Slurm task runs: embtie's training of this run
+    cfg = job.cfg
+    assert (cfg.model.name, cfg.model.hf, cfg.sharing.name) == ("hf", str(tmp_path / "gpt2.json"), "tied")
+    assert job.run_dir == out / "runs" / "tied" / "seed0"

@@ -43,6 +43,16 @@ CASES = {
         "sharing.name=untied",
         "sharing.options.bias=true",
     ],
+    # a Hugging Face GPT-2 trained by embtie (model.name=hf): its body's tensors, its own dropout, l2norm
+    "hf": [
+        "ptb-hf-gpt2-tiny",
+        f"model.hf={Path(__file__).resolve().parents[1] / 'fixtures/hf/gpt2-micro.json'}",
+        "data.bptt=16",
+        "data.batch_size=8",
+        "data.eval_batch_size=4",
+        "train.warmup_steps=5",
+        "sharing.name=l2norm",
+    ],
     # carried hidden state across batches, a projection hidden -> emb, SGD, tied-proj regulariser
     "lstm": [
         "ptb-lstm-small",
