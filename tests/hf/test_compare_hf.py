@@ -102,7 +102,7 @@ def test_a_checkpoint_keeps_its_rows_under_the_tasks_vocabulary(checkpoint):
         got = model.sharing.logits(model(ours[None]))[0][:, ours]
         want = stock(input_ids=theirs[None]).logits[0][:, theirs]
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    unseen = [i for i, w in enumerate(task.vocab.itos) if w not in table and w not in ("<eos>", "<unk>")][0]
+    unseen = next(i for i, w in enumerate(task.vocab.itos) if w not in table and w not in ("<eos>", "<unk>"))
     mean = stock.get_input_embeddings().weight.mean(0)
     torch.testing.assert_close(model.sharing.weight[unseen].detach(), mean.detach())
 
@@ -145,7 +145,7 @@ def test_a_folder_without_tokenizer_or_config_is_one_line(tmp_path, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "holds no tokenizer" in err[0] and "tokenizer.save_pretrained" in err[0], err
-    with pytest.raises(DataError, match="has no config.json"):
+    with pytest.raises(DataError, match=r"has no config\.json"):
         load_config(PRESET, [f"model.hf={tmp_path}"])
     with pytest.raises(ConfigError, match="unknown model config 'gpt3-tiny'"):
         load_config(PRESET, ["model.hf=gpt3-tiny"])
@@ -190,3 +190,36 @@ def test_a_slurm_launch_submits_the_hf_runs(tmp_path, capsys, fake_sbatch):
     cfg = job.cfg
     assert (cfg.model.name, cfg.model.hf, cfg.sharing.name) == ("hf", str(tmp_path / "gpt2.json"), "tied")
     assert job.run_dir == out / "runs" / "tied" / "seed0"
+
+
+def test_an_interrupted_hf_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
+    """Stopped after its step-3 checkpoint and run again, an hf run ends bitwise where an uninterrupted one
+    does (AdamW moments, data position, the body's dropout stream)."""
+    from safetensors.torch import load_file
+
+    from embtie.rundir.checkpoints import latest
+    from embtie.training import objective, train
+
+    raw = {**GPT2, "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1}
+    overrides = [f"model.hf={_config_file(tmp_path, raw)}", *SMALL, "train.checkpoint_every=3", "sharing.name=untied"]
+    cfg = load_config(PRESET, overrides)
+    train(cfg, tmp_path / "ref")
+    forward, calls = objective.Objective.forward, {"n": 0}
+
+    def interrupted(self, batch, carry):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return forward(self, batch, carry)
+
+    with monkeypatch.context() as m:
+        m.setattr(objective.Objective, "forward", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            train(load_config(PRESET, overrides), tmp_path / "resumed")
+    assert latest(tmp_path / "resumed").name == "step-00000003"
+    train(load_config(PRESET, overrides), tmp_path / "resumed")
+    a = load_file(str(latest(tmp_path / "ref") / "model.safetensors"))
+    b = load_file(str(latest(tmp_path / "resumed") / "model.safetensors"))
+    assert a.keys() == b.keys() and any(k.startswith("body.") for k in a)
+    for k in a:
+        assert torch.equal(a[k], b[k]), k

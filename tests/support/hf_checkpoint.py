@@ -31,7 +31,7 @@ def make_checkpoint(folder: Path, steps: int = 60, tied: bool = True, seed: int 
     torch.manual_seed(seed)
     train = load_corpus_tokens(Corpus("wikitext-2"), "train")[:200_000]
     vocab = Vocab.of_corpus(train)
-    words = [w for w in vocab.itos if w not in ("<unk>", "<eos>")][: WORDS - 2] + ["<unk>", "<eos>"]
+    words = [*[w for w in vocab.itos if w not in ("<unk>", "<eos>")][: WORDS - 2], "<unk>", "<eos>"]
     tokenizer = _tokenizer(words)
     table = {w: i for i, w in enumerate(words)}
     ids = torch.tensor([table.get(w, table["<unk>"]) for w in train])
@@ -41,7 +41,7 @@ def make_checkpoint(folder: Path, steps: int = 60, tied: bool = True, seed: int 
     model = transformers.GPT2LMHeadModel(config).train()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     windows = ids[: (len(ids) // 33) * 33].view(-1, 33)
-    for step in range(steps):
+    for _ in range(steps):
         batch = windows[torch.randint(0, len(windows), (8,))]
         loss = model(input_ids=batch, labels=batch).loss
         opt.zero_grad()
