@@ -215,10 +215,12 @@ def save_models(out: str, seed: int) -> None:
     (load it with ``embtie.hf.load``; ``embtie export`` writes stock weights from it)."""
     from pathlib import Path
 
-    from embtie.hf.lm_body import save_pretrained
+    from embtie.models.hf_causal_lm import HFCausalLM
     from embtie.rundir.loading import load_run
 
     for run_dir in sorted(Path(out, "runs").glob(f"*/seed{seed}")):
         target = Path(out) / run_dir.parent.name / "model"
-        save_pretrained(load_run(run_dir).model, target)
+        model = load_run(run_dir).model
+        assert isinstance(model, HFCausalLM)  # compare_arguments names the hf preset
+        model.save_pretrained(target)
         print(f"saved {target}")

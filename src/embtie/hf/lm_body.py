@@ -45,13 +45,3 @@ def layers(body: nn.Module) -> list[nn.Module]:
         return []
     return list(max(lists, key=len))
 
-
-def save_pretrained(model: nn.Module, folder: Path) -> None:
-    """Save the transformers model of embtie's ``hf`` language model ``model`` into ``folder`` (patched:
-    ``embtie.hf.load`` reads it back, ``embtie.hf.export`` writes stock weights from it)."""
-    from embtie.errors import ConfigError
-    from embtie.models.hf_causal_lm import HFCausalLM
-
-    if not isinstance(model, HFCausalLM):
-        raise ConfigError(f"{type(model).__name__} is not a Hugging Face model (model.name=hf); nothing to save")
-    model.body.save_pretrained(folder)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, cast
 
 from torch import Tensor, nn
@@ -94,6 +95,11 @@ class HFCausalLM(LanguageModel):
         self.body = body
         self.missing_tokens = missing
         """task tokens the pretrained checkpoint had no row for (0 for a fresh model)."""
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        """Save the transformers model into ``folder`` (patched: ``embtie.hf.load`` reads it back and
+        ``embtie.hf.export`` writes stock weights from it)."""
+        cast(Any, self.body).save_pretrained(folder)
 
     def fsdp_units(self) -> list[nn.Module]:
         """The transformer layers (``train.parallel=fsdp``)."""
