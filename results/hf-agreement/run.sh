@@ -17,4 +17,4 @@ embtie compare ptb-gpt-tiny model.dim=64 model.n_layers=2 model.n_heads=4 model.
 python $HERE/trainer_route.py model &
 python $HERE/trainer_route.py strategy
 wait
-rm -rf $HERE/hf-gpt2/runs $HERE/embtie-gpt/runs $HERE/trainer-init-*/*/trainer
+rm -rf $HERE/trainer-init-*/*/trainer  # the Trainer's empty output folders; runs/ stay (light: no checkpoints)

@@ -1,9 +1,12 @@
-"""Train one small transformers model per sharing strategy on word-level PTB with the HF Trainer and
-report validation perplexity: the comparison embtie's own models get, for Hugging Face users.
+"""Train one small transformers model per sharing strategy with the Hugging Face Trainer and report
+validation perplexity: the example of ``embtie.hf.apply`` in a training loop that is not embtie's (one seed,
+no verdicts; ``embtie compare`` with ``model.name=hf`` is the comparison, and ``embtie hf-compare`` runs it).
 
-Every strategy starts from the same model: the body is drawn with the same seed and, with
-``init="model"`` (the default), E is the model's own initial embedding (copied by ``apply``), so the
-strategies differ only in how E is used and what the output layer is.
+Every strategy starts from the same body (drawn with the same seed). E is the strategy's own init
+(``init="strategy"``, the default, as embtie's models draw it) or the model's own initial embedding copied
+by ``apply`` (``init="model"``). The latter is not neutral: GPT-2 draws its embedding with std 0.02, which
+makes tied's step-0 logits nearly flat while a row-normalising strategy (l2norm) does not see the scale;
+it is how l2norm once looked 45% better than tied here (docs/hf-agreement.md).
 """
 
 from __future__ import annotations
@@ -50,9 +53,10 @@ class HFCompareConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     seed: int = 0
-    init: str = "model"
-    """"model": E starts as the model's own initial embedding (same for every strategy); "strategy": the
-    strategy's own init (e.g. tied-loginit's ln(V)/d)."""
+    init: str = "strategy"
+    """"strategy": the strategy's own init of E (e.g. std d**-0.5; tied-loginit's ln(V)/d), as embtie's
+    models; "model": E starts as the model's own initial embedding (same for every strategy; GPT-2's std
+    0.02 favours row-normalising strategies, docs/hf-agreement.md)."""
     device: str = "auto"
     """auto (what the Trainer picks), or cpu."""
     train_tokens: int | None = None
