@@ -172,6 +172,12 @@ def test_a_folder_without_tokenizer_or_config_is_one_line(tmp_path, capsys):
         load_config(PRESET, [f"model.hf={tmp_path}"])
     with pytest.raises(ConfigError, match="unknown model config 'gpt3-tiny'"):
         load_config(PRESET, ["model.hf=gpt3-tiny"])
+    import embtie.hf
+
+    patched = embtie.hf.apply(transformers.AutoModelForCausalLM.from_pretrained(str(folder)), "l2norm")
+    patched.save_pretrained(tmp_path / "patched")
+    with pytest.raises(ConfigError, match=r"after embtie\.hf\.apply; write stock weights with embtie\.hf\.export"):
+        load_config(PRESET, [f"model.hf={tmp_path / 'patched'}"])
 
 
 def test_a_huge_learning_rate_stops_at_the_first_non_finite_step(tmp_path, capsys):
