@@ -84,8 +84,8 @@ def _weights(run: Path) -> dict[str, torch.Tensor]:
 
 @pytest.mark.parametrize(
     "case",
-    # hf: 261 s on the shared 2-core machine (three processes that import transformers); the fast in-process
-    # resume of model.name=hf is tests/hf/test_compare_hf.py
+    # hf: 14 s on the shared 2-core machine when quiet (gpt: 10 s), 261 s under load (three processes that
+    # import transformers); the fast in-process resume of model.name=hf is tests/hf/test_compare_hf.py
     [pytest.param(c, marks=pytest.mark.slow) if c == "hf" else c for c in sorted(CASES)],
 )
 def test_sigkill_then_resume_is_bitwise_identical(case, tmp_path):
