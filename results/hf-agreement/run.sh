@@ -3,9 +3,10 @@
 # (width 64, 2 layers, 4 heads, learned positions, LayerNorm with biases, GELU, init std 0.02), tied vs
 # l2norm, 3 paired seeds, the same PTB words, batches, 300 AdamW steps and learning rate; then the
 # Hugging Face Trainer route at seed 0 with GPT-2's own E init and with the strategy's.
-# About 10 minutes on 2 CPU cores. Run from the repository root: sh results/hf-agreement/run.sh
+# About 4 minutes on 2 idle CPU cores (longer on a shared machine). Run from the repository root:
+# sh results/hf-agreement/run.sh (a fresh run elsewhere: HERE=DIR with the JSON and trainer_route.py copied in).
 set -e
-HERE=results/hf-agreement
+HERE=${HERE:-results/hf-agreement}  # another folder (with gpt2-64x2.json and trainer_route.py copied in) for a fresh run
 BUDGET="data.bptt=64 data.batch_size=16 data.valid_tokens=20000 train.max_steps=300 train.warmup_steps=30
         train.eval_every=300 train.checkpoint_every=0 train.threads=1"
 export OMP_NUM_THREADS=1
