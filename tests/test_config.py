@@ -106,7 +106,7 @@ def test_a_task_refuses_a_model_of_another_kind(preset, model, kind):
     with pytest.raises(ConfigError, match=rf"^model '{model}' is not a {kind}; use model.name= one of: "):
         config_from_dict(raw)
     if kind == "language model":
-        with pytest.raises(ConfigError, match=r"one of: gpt, lstm$"):
+        with pytest.raises(ConfigError, match=r"one of: gpt, lstm, hf$"):
             config_from_dict(raw)
 
 

@@ -12,7 +12,7 @@ With ``EMBTIE_CHEAP`` set to anything but ``""`` or ``0``:
   data slices and batches (``CHEAP_TRAIN`` plus ``CHEAP_DATA[task]``);
 - ``embtie compare`` trains one seed (``--seeds``; ``--until-decided``: 2 seeds, one look), one run at a
   time (``--jobs 1``: no worker processes to start);
-- ``embtie hf-compare`` trains ``HF_STEPS`` steps of tiny batches on a slice of the data;
+- ``embtie hf-compare`` is ``embtie compare`` (its runs are cut as above);
 - ``embtie theory`` measures the initial loss on ``THEORY_TOKENS`` tokens and the properties with
   ``THEORY_TRIALS`` mixtures.
 
@@ -41,8 +41,6 @@ CHEAP_DATA: dict[str, tuple[str, ...]] = {
 }
 MAX_SEEDS = 1
 SEQUENTIAL_SEEDS = 2  # --until-decided needs a pair
-HF_STEPS = 2
-HF_TOKENS = 2048
 THEORY_TOKENS = 1000
 THEORY_TRIALS = 100
 

@@ -89,7 +89,7 @@ ENVIRONMENT = """environment:
   EMBTIE_QUIET=1    no progress bars
   EMBTIE_CHEAP=1    run any command as a smoke test: every run trains 3 steps on tiny slices of the
                     data; compare trains one seed (2 with --until-decided) one run at a time,
-                    hf-compare 2 steps, theory a small sample (what the documentation tests use;
+                    hf-compare likewise, theory a small sample (what the documentation tests use;
                     the numbers it prints mean nothing)"""
 
 

@@ -181,8 +181,12 @@ def test_hf_compare_takes_the_users_corpus_and_tokenizer(lm_files, tmp_path):
     cfg.write_text(json.dumps({"model_type": "gpt2", "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 32}))
     out = tmp_path / "out"
     argv = ["hf-compare", str(cfg), "--strategies", "tied", "--steps", "2", "--out", str(out), "--block", "16",
-            "--batch-size", "4", "--device", "cpu", "--train-file", str(lm_files["train"]),
+            "--seeds", "1", "--batch-size", "4", "--device", "cpu", "--train-file", str(lm_files["train"]),
             "--valid-file", str(lm_files["valid"]), "--tokenizer", f"sentencepiece:{tmp_path}/sp.model"]  # fmt: skip
     assert cli.main(argv) == 0
-    report = json.loads((out / "results.json").read_text())
-    assert report["vocab_size"] < 250 and report["config"]["dataset"]["train_file"] == str(lm_files["train"])
+    from embtie.rundir.loading import read_config
+
+    run = read_config(out / "runs" / "tied" / "seed0")
+    assert run.data.train_file == str(lm_files["train"]) and run.data.tokenizer == f"sentencepiece:{tmp_path}/sp.model"
+    vocab = json.loads((out / "runs" / "tied" / "seed0" / "vocab.json").read_text())["itos"]
+    assert len(vocab) < 250 and json.loads((out / "results.json").read_text())["rows"][0]["steps"] == 2

@@ -149,11 +149,24 @@ def document(name: str) -> str:
     return (ROOT / name).read_text(encoding="utf-8").replace("−", "-")
 
 
-R, P, D = "README.md", "docs/reproductions.md", "docs/results.md"
+R, P, D, H = "README.md", "docs/reproductions.md", "docs/results.md", "docs/hf-agreement.md"
 M = "results/modded-nanogpt-head/README.md"
 Q = "results/quantization/README.md"
 L = "results/ladder-ptb-gpt-tiny/README.md"
 Expr = Callable[[Folder], Any]
+
+
+def trainer_route(f: Folder, init: str) -> tuple[float, float, float, float, float]:
+    """(tied's and l2norm's valid ppl at step 0, the same at the end, l2norm's change in percent) of the
+    Hugging Face Trainer route with ``init`` (trainer-init-INIT/results.json beside the folder ``f``)."""
+    import json
+
+    rows = json.loads((f.path.parent / f"trainer-init-{init}" / "results.json").read_text(encoding="utf-8"))["results"]
+    r = {x["strategy"]: x for x in rows}
+    tied, l2 = r["tied"], r["l2norm"]
+    pct = 100 * (l2["valid_ppl"] / tied["valid_ppl"] - 1)
+    return tied["valid_ppl_start"], l2["valid_ppl_start"], tied["valid_ppl"], l2["valid_ppl"], pct
+
 
 FIGURES: list[tuple[str, str, str, Expr]] = [
     # README.md, the claims table
@@ -347,6 +360,17 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (P, "a step costs ~{:.0f}× Show-Tell's", "shalev-captioning/show-attend-tell",
      lambda f: (folder("shalev-captioning/show-tell").seed("tied", 0, "steps") / folder("shalev-captioning/show-tell").budget_minutes()) / (f.seed("tied", 0, "steps") / f.budget_minutes())),
     (P, "had not improved for 3 epochs, {}\nepochs;", "shalev-decisive/de-en", lambda f: re.search(r"Budget: [^;]*?([\d]+-[\d]+) \(median [\d]+\) epochs", f.report)[1].replace("-", "–")),
+    # docs/hf-agreement.md: HF GPT-2 vs embtie's GPT of the same shape, and the Trainer route
+    (H, "| HF GPT-2 (`model.name=hf`), 3 seeds | {} | {} | {} |", "hf-agreement/hf-gpt2",
+     lambda f: (f.summary("tied", "valid_ppl"), f.summary("l2norm", "valid_ppl"), f.said("valid_ppl", "l2norm"))),
+    (H, "| embtie GPT, same shape, 3 seeds | {} | {} | {} |", "hf-agreement/embtie-gpt",
+     lambda f: (f.summary("tied", "valid_ppl"), f.summary("l2norm", "valid_ppl"), f.said("valid_ppl", "l2norm"))),
+    (H, "| Trainer, E from GPT-2's init (`init=\"model\"`), seed 0 | {:.0f} → {:.1f} | {:.0f} → {:.1f} | {:+.1f}% |", "hf-agreement/hf-gpt2",
+     lambda f: tuple(trainer_route(f, "model")[i] for i in (0, 2, 1, 3, 4))),
+    (H, "| Trainer, E from the strategy's init (`init=\"strategy\"`), seed 0 | {:.0f} → {:.1f} | {:.0f} → {:.1f} | {:+.1f}% |", "hf-agreement/hf-gpt2",
+     lambda f: tuple(trainer_route(f, "strategy")[i] for i in (0, 2, 1, 3, 4))),
+    (H, "tied's step-0 loss {:.2f} (HF GPT-2) and {:.2f} (embtie GPT)", "hf-agreement/hf-gpt2",
+     lambda f: (f.mean("tied", "step0_loss"), folder("hf-agreement/embtie-gpt").mean("tied", "step0_loss"))),
 ]  # fmt: skip
 
 
@@ -416,7 +440,7 @@ def _folder_of(link: str) -> str:
     return "/".join(parts[:-1] if "." in parts[-1] else parts)
 
 
-@pytest.mark.parametrize("doc", [R, P, D])
+@pytest.mark.parametrize("doc", [R, P, D, H])
 def test_every_results_folder_a_document_cites_has_figures_checked(doc: str):
     """A results folder a document links must have at least one of its figures in the table above (a
     folder cited for nothing but a link, e.g. a README, may be listed in ``LINK_ONLY``)."""

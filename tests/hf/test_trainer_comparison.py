@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 pytest.importorskip("transformers")
 
@@ -11,16 +12,19 @@ from embtie.commands.hf_compare import parse_options
 from embtie.errors import ConfigError
 
 
-def test_hf_compare_writes_a_table_and_json(tmp_path, capsys):
+def test_the_trainer_route_writes_a_table_and_json(tmp_path):
+    """embtie.hf.trainer_comparison: the Hugging Face Trainer loop, kept as the example of your own loop."""
+    from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare
+
     cfg = tmp_path / "gpt2-micro.json"
     cfg.write_text(json.dumps({"model_type": "gpt2", "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 32}))
     out = tmp_path / "out"
-    argv = ["hf-compare", str(cfg), "--strategies", "tied,fixed", "--steps", "3", "--out", str(out)]
-    argv += ["--block", "16", "--batch-size", "4", "--train-tokens", "2000", "--valid-tokens", "300"]
-    argv += ["--option", "fixed.logit_scale=learned", "--device", "cpu"]
-    assert cli.main(argv) == 0
-    report = json.loads((out / "results.json").read_text())
-    assert report["vocab_size"] == 10000 and report["valid_tokens"] == 288  # 18 blocks x 16 predictions
+    config = HFCompareConfig(model_config=str(cfg), strategies=["tied", "fixed"], out=str(out), steps=3, block=16,
+                             options={"fixed": {"logit_scale": "learned"}}, batch_size=4, train_tokens=2000,
+                             valid_tokens=300, device="cpu")  # fmt: skip
+    report = run_hf_compare(config, log=lambda *_: None)
+    assert json.loads((out / "results.json").read_text())["vocab_size"] == report["vocab_size"] == 10000
+    assert report["valid_tokens"] == 288  # 18 blocks x 16 predictions
     rows = {r["strategy"]: r for r in report["results"]}
     assert list(rows) == ["tied", "fixed"]
     assert rows["fixed"]["options"]["logit_scale"] == "learned"
@@ -30,7 +34,33 @@ def test_hf_compare_writes_a_table_and_json(tmp_path, capsys):
         assert r["steps"] == 3 and 1 < r["valid_ppl"] < 1e6
     table = (out / "results.md").read_text()
     assert table.startswith("| strategy | valid ppl") and "| fixed |" in table
-    assert "| tied |" in capsys.readouterr().out
+
+
+def test_hf_compare_is_a_shortcut_onto_compare(tmp_path, capsys):
+    """The command line becomes `embtie compare ptb-hf-gpt2-tiny model.hf=...`: paired seeds, verdicts, the
+    report; an option makes a labelled variant; --save-models writes each strategy's seed-0 model, which
+    embtie.hf.load reads back with the trained weights."""
+    import embtie.hf
+    from embtie.rundir.loading import load_run
+
+    cfg = tmp_path / "gpt2-micro.json"
+    cfg.write_text(json.dumps({"model_type": "gpt2", "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 32}))
+    out = tmp_path / "out"
+    argv = ["hf-compare", str(cfg), "--strategies", "tied,fixed", "--steps", "3", "--out", str(out), "--seeds", "2",
+            "--block", "16", "--batch-size", "4", "--train-tokens", "2000", "--valid-tokens", "300",
+            "--option", "fixed.logit_scale=learned", "--device", "cpu", "--save-models"]  # fmt: skip
+    assert cli.main(argv) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"same as: embtie compare ptb-hf-gpt2-tiny model.hf={cfg} data.dataset=ptb ")
+    assert "--strategies tied,fixed-logit_scale.learned=fixed:logit_scale=learned --seeds 2" in said
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert sorted((r["strategy"], r["seed"], r["steps"]) for r in rows) == [
+        ("fixed-logit_scale.learned", 0, 3), ("fixed-logit_scale.learned", 1, 3), ("tied", 0, 3), ("tied", 1, 3)]
+    assert "undecided" in (out / "report.md").read_text() or "better" in (out / "report.md").read_text()
+    saved = embtie.hf.load(out / "fixed-logit_scale.learned" / "model")
+    run = load_run(out / "runs" / "fixed-logit_scale.learned" / "seed0")
+    assert embtie.hf.sharing_of(saved).name == "fixed"
+    torch.testing.assert_close(embtie.hf.sharing_of(saved).weight, run.model.sharing.weight)
 
 
 def test_option_parsing():

@@ -1,18 +1,25 @@
-"""``embtie hf-compare``: train a small Hugging Face model with several sharing strategies on PTB (HF Trainer)."""
+"""``embtie hf-compare``: a shortcut onto ``embtie compare`` for a Hugging Face causal LM (``model.name=hf``).
+
+Its arguments become the preset ``ptb-hf-gpt2-tiny`` with ``model.hf=MODEL_CONFIG`` and the data, batch and
+step overrides they name, so the runs get everything ``embtie compare`` gives (paired seeds, verdicts, the
+report, resume, --launcher slurm): one comparison path. The Hugging Face Trainer loop it ran before stays as
+the example of training in your own loop: ``embtie.hf.trainer_comparison.run_hf_compare``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 
 from embtie.commands.common import number_arg, path_arg
 
-HELP = "train a small Hugging Face model with several sharing strategies on PTB (or your corpus) and compare perplexity"
+HELP = "compare sharing strategies on a Hugging Face causal LM (a shortcut onto `embtie compare`)"
 DESCRIPTION = (
-    "Build a transformers causal LM from MODEL_CONFIG (a packaged name, gpt2-tiny or llama-tiny, or the path "
-    "of a transformers config JSON), apply each "
-    "strategy with embtie.hf.apply, train it with the Hugging Face Trainer on word-level PTB (or your own corpus: "
-    "--train-file/--valid-file or --source hf:PATH, cut by --tokenizer), and write "
-    "OUT/results.json and OUT/results.md (validation perplexity per strategy). Needs: pip install 'embtie[hf]'."
+    "Run `embtie compare ptb-hf-gpt2-tiny model.hf=MODEL_CONFIG ...` (MODEL_CONFIG: a packaged name, gpt2-tiny "
+    "or llama-tiny, a transformers config JSON, or a save_pretrained folder with its tokenizer) on word-level "
+    "PTB (or your own corpus: --train-file/--valid-file or --source hf:PATH, cut by --tokenizer): paired seeds, "
+    "verdicts against tied and the report in OUT. The equivalent compare command is printed first. "
+    "Needs: pip install 'embtie[hf]'."
 )
 EXAMPLES = (
     "embtie hf-compare gpt2-tiny --strategies tied,l2norm --steps 300 --save-models --out runs/hf",
@@ -25,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model_config",
         type=path_arg("MODEL_CONFIG"),
         metavar="MODEL_CONFIG",
-        help="a packaged config name (gpt2-tiny, llama-tiny) or a transformers config JSON with model_type",
+        help="a packaged config name (gpt2-tiny, llama-tiny), a transformers config JSON with model_type, or a "
+        "save_pretrained folder with its tokenizer (model.hf)",
     )
     parser.add_argument("--strategies", default="tied,l2norm,fixed", help="comma-separated (default tied,l2norm,fixed)")
     parser.add_argument(
@@ -72,14 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=30,
         help="linear warmup steps (default 30)",
     )
-    parser.add_argument("--seed", type=number_arg(int, "--seed", ge=0), default=0, help="random seed (default 0)")
     parser.add_argument(
-        "--init",
-        choices=["model", "strategy"],
-        default="model",
-        help="E starts as the model's own embedding (default) or the strategy's init",
+        "--seeds", type=number_arg(int, "--seeds", ge=1, most=1000), default=3, help="seeds per strategy (default 3)"
     )
-    parser.add_argument("--device", choices=["auto", "cpu"], default="auto")
+    parser.add_argument("--seed", type=number_arg(int, "--seed", ge=0), default=0, help="the first seed (default 0)")
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto", help="train.device (default auto)")
     parser.add_argument(
         "--train-tokens",
         type=number_arg(int, "--train-tokens", ge=2),
@@ -92,7 +97,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="use only the first N validation tokens",
     )
-    parser.add_argument("--save-models", action="store_true", help="save each trained model (embtie.hf.load)")
+    parser.add_argument(
+        "--save-models",
+        action="store_true",
+        help="save each strategy's model of the first seed into OUT/STRATEGY/model (embtie.hf.load, embtie export)",
+    )
 
 
 def _add_corpus_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,43 +161,66 @@ def check_choices(strategies: list[str], options: dict[str, dict], args: argpars
         raise ConfigError("--text-column names a column of --source hf:...; give --source or leave it out")
 
 
-def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from embtie import cheap
-    from embtie.commands.common import warn_held_out_copies
-    from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare  # needs transformers: imported on use
-    from embtie.tasks.lm.config import LMDataConfig
-
-    data = LMDataConfig(dataset=args.dataset, train_file=args.train_file, valid_file=args.valid_file,
-                        source=args.source, text_column=args.text_column, tokenizer=args.tokenizer)  # fmt: skip
-    corpus = data.corpus()
-    warn_held_out_copies(data)
-
-    def tokens(given: int | None) -> int | None:  # EMBTIE_CHEAP: a slice of the data (embtie.cheap)
-        return cheap.cap(given or cheap.HF_TOKENS, cheap.HF_TOKENS) if cheap.enabled() else given
-
+def compare_arguments(args: argparse.Namespace) -> list[str]:
+    """The ``embtie compare`` command line (after ``compare``) that ``args`` stand for."""
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     options = parse_options(args.option)
     check_choices(strategies, options, args)
-    cfg = HFCompareConfig(
-        model_config=args.model_config,
-        strategies=strategies,
-        options=options,
-        out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
-        dataset=corpus if corpus.own or corpus.tokenizer != "word" else args.dataset,
-        steps=cheap.cap(args.steps, cheap.HF_STEPS),
-        block=cheap.cap(args.block, 16),
-        batch_size=cheap.cap(args.batch_size, 2),
-        lr=args.lr,
-        warmup_steps=args.warmup_steps,
-        seed=args.seed,
-        init=args.init,
-        device=args.device,
-        train_tokens=tokens(args.train_tokens),
-        valid_tokens=tokens(args.valid_tokens),
-        save_models=args.save_models,
-    )
-    run_hf_compare(cfg)
-    print(f"wrote {cfg.out}/results.json and results.md")
-    return 0
+    data = [f"data.{key}={value}" for key, value in (("train_file", args.train_file), ("valid_file", args.valid_file),
+            ("source", args.source)) if value is not None]  # fmt: skip
+    if args.source is not None:
+        data.append(f"data.text_column={args.text_column}")
+    data += [f"data.dataset={args.dataset}"] if not data else []
+    data += [f"data.tokenizer={args.tokenizer}", f"data.bptt={args.block}", f"data.batch_size={args.batch_size}"]
+    data += [f"data.{k}={v}" for k, v in (("train_tokens", args.train_tokens), ("valid_tokens", args.valid_tokens))
+             if v is not None]  # fmt: skip
+    train = [f"train.max_steps={args.steps}", f"train.lr={args.lr:g}", f"train.warmup_steps={args.warmup_steps}",
+             f"train.device={args.device}"]  # fmt: skip
+    labels = ",".join(_strategy_entry(name, options.get(name, {})) for name in strategies)
+    return ["ptb-hf-gpt2-tiny", f"model.hf={args.model_config}", *data, *train, "--strategies", labels,
+            "--seeds", str(args.seeds), "--first-seed", str(args.seed), "--out", out_dir(args)]  # fmt: skip
+
+
+def out_dir(args: argparse.Namespace) -> str:
+    from pathlib import Path
+
+    return args.out or f"runs/hf-compare-{Path(args.model_config).stem}"
+
+
+def _strategy_entry(name: str, options: dict) -> str:
+    """``name``, or a labelled variant ``name-key.value=name:key=value`` when options are given."""
+    if not options:
+        return name
+    label = "-".join([name, *(f"{k}.{v}" for k, v in options.items())])
+    return f"{re.sub(r'[^A-Za-z0-9_.+-]', '_', label)}={name}:" + ":".join(f"{k}={v}" for k, v in options.items())
+
+
+def run(args: argparse.Namespace) -> int:
+    import shlex
+
+    from embtie.commands import compare
+
+    argv = compare_arguments(args)
+    print("same as: embtie compare " + shlex.join(argv))
+    parser = argparse.ArgumentParser(prog="embtie compare")
+    compare.add_arguments(parser)
+    status = compare.run(parser.parse_args(argv))
+    if status == 0 and args.save_models:
+        save_models(out_dir(args), args.seed)
+    return status
+
+
+def save_models(out: str, seed: int) -> None:
+    """OUT/STRATEGY/model: the transformers model of each strategy's run of ``seed``, saved with save_pretrained
+    (load it with ``embtie.hf.load``; ``embtie export`` writes stock weights from it)."""
+    from pathlib import Path
+
+    from embtie.models.hf_causal_lm import HFCausalLM
+    from embtie.rundir.loading import load_run
+
+    for run_dir in sorted(Path(out, "runs").glob(f"*/seed{seed}")):
+        target = Path(out) / run_dir.parent.name / "model"
+        model = load_run(run_dir).model
+        assert isinstance(model, HFCausalLM)  # compare_arguments names the hf preset
+        model.save_pretrained(target)
+        print(f"saved {target}")

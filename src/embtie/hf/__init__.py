@@ -20,13 +20,14 @@ from embtie.hf.export import ExportResult, export  # noqa: E402
 from embtie.hf.families import FAMILIES  # noqa: E402
 from embtie.hf.fold import NotFoldableError  # noqa: E402
 from embtie.hf.loading import load  # noqa: E402
-from embtie.hf.patch import apply, is_patched, sharing_of  # noqa: E402
+from embtie.hf.patch import adopt, apply, is_patched, sharing_of  # noqa: E402
 
 __all__ = [
     "FAMILIES",
     "ExportResult",
     "MissingExtraError",
     "NotFoldableError",
+    "adopt",
     "apply",
     "export",
     "is_patched",

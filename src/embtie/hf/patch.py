@@ -82,18 +82,81 @@ def apply(
     if getattr(tables.output, "bias", None) is not None:  # foreign: a transformers output layer
         raise ConfigError("output layers with their own bias are not supported by embtie.hf")
     sharing = _build_sharing(strategy, tables, opts, training=model.training)
+    _take_over(model, sharing, tables, _Taken(opts, conventions, scale_holders, logits_bias, bias_to_copy),
+               copy_weights=copy_weights, logits_with_labels=logits_with_labels)  # fmt: skip
+    return model
+
+
+def adopt(
+    model: M,
+    sharing: SharingStrategy,
+    options: dict[str, Any],
+    *,
+    copy_weights: bool,
+    logits_with_labels: bool | str = "eval",
+) -> M:
+    """``apply`` with a sharing object built elsewhere (embtie's model building, ``model.name: hf``): the
+    model takes ``sharing`` as it is, so the strategy decides nothing here. ``options``: the ones ``sharing``
+    was built with (recorded for save/load). The model's vocabulary and width must be the object's; a model
+    that scales its embeddings needs the same ``embed_scale`` option (a ConfigError names it); a nonzero
+    logits bias needs ``bias``. ``copy_weights``: the model's tables become E (and an untied O)."""
+    _check_applicable(model, sharing.name, options)
+    logits_with_labels = check_logits_with_labels(logits_with_labels)
+    tables = _Tables.of(model)
+    if (tables.vocab_size, tables.dim) != (sharing.vocab_size, sharing.dim):
+        raise ConfigError(
+            f"the model's token tables are ({tables.vocab_size}, {tables.dim}) but the sharing object is "
+            f"({sharing.vocab_size}, {sharing.dim}); build the sharing object for the model's vocabulary and width"
+        )
+    opts, conventions = dict(options), ["sharing object built by embtie's model building (adopt)"]
+    scale, scale_holders = model_embed_scale(tables.family, tables.embeddings, tables.in_paths)
+    if scale != sharing.embed_scale:
+        raise ConfigError(
+            f"the model scales its embeddings by {scale:g} but the sharing object by {sharing.embed_scale:g}; set "
+            f"sharing.options.embed_scale={describe_scale(scale, tables.dim)!r}"
+        )
+    logits_bias, bias_to_copy = _take_logits_bias(model, tables, copy_weights, opts, conventions)
+    if bias_to_copy is not None and sharing.bias is None:
+        raise ConfigError("the model has a nonzero logits bias; give the sharing object one: sharing.options.bias=true")
+    _take_over(model, sharing, tables, _Taken(dict(options), conventions, scale_holders, logits_bias, bias_to_copy),
+               copy_weights=copy_weights, logits_with_labels=logits_with_labels)  # fmt: skip
+    return model
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """What ``apply``/``adopt`` took from the model before installing the sharing object."""
+
+    options: dict[str, Any]
+    conventions: list[str]
+    scale_holders: list[tuple[nn.Module, str]]
+    logits_bias: torch.Tensor | None
+    bias_to_copy: torch.Tensor | None
+
+
+def _take_over(
+    model: nn.Module,
+    sharing: SharingStrategy,
+    tables: _Tables,
+    taken: _Taken,
+    *,
+    copy_weights: bool,
+    logits_with_labels: bool | str,
+) -> None:
+    """Copy the model's tables into ``sharing`` (``copy_weights``), install it, patch the class, record it."""
+    conventions = taken.conventions
     if copy_weights:
-        conventions.extend(_copy_weights(sharing, tables.embedding, tables.output, bias_to_copy))
+        conventions.extend(_copy_weights(sharing, tables.embedding, tables.output, taken.bias_to_copy))
         for other in tables.embeddings[1:]:
             if not torch.equal(other.weight, tables.embedding.weight):
                 conventions.append("an input embedding table that differed from the main one was replaced by E")
-    _install(model, sharing, tables, scale_holders, logits_bias)
+    _install(model, sharing, tables, taken.scale_holders, taken.logits_bias)
     base = type(model)
     model.__class__ = make_patched_class(base)
     model.config.embtie = {
         "format": RECORD_FORMAT,
-        "strategy": strategy,
-        "options": opts,
+        "strategy": sharing.name,
+        "options": taken.options,
         "logits_with_labels": logits_with_labels,
         "base_class": base.__name__,
         "model_type": tables.family.model_type,
@@ -103,7 +166,6 @@ def apply(
         "output_paths": [p for _, _, p in tables.out_paths],
         "conventions": conventions,
     }
-    return model
 
 
 def _check_applicable(model: nn.Module, strategy: str, options: dict[str, Any]) -> None:

@@ -1,9 +1,12 @@
-"""Train one small transformers model per sharing strategy on word-level PTB with the HF Trainer and
-report validation perplexity: the comparison embtie's own models get, for Hugging Face users.
+"""Train one small transformers model per sharing strategy with the Hugging Face Trainer and report
+validation perplexity: the example of ``embtie.hf.apply`` in a training loop that is not embtie's (one seed,
+no verdicts; ``embtie compare`` with ``model.name=hf`` is the comparison, and ``embtie hf-compare`` runs it).
 
-Every strategy starts from the same model: the body is drawn with the same seed and, with
-``init="model"`` (the default), E is the model's own initial embedding (copied by ``apply``), so the
-strategies differ only in how E is used and what the output layer is.
+Every strategy starts from the same body (drawn with the same seed). E is the strategy's own init
+(``init="strategy"``, the default, as embtie's models draw it) or the model's own initial embedding copied
+by ``apply`` (``init="model"``). The latter is not neutral: GPT-2 draws its embedding with std 0.02, which
+makes tied's step-0 logits nearly flat while a row-normalising strategy (l2norm) does not see the scale;
+it is how l2norm once looked 45% better than tied here (docs/hf-agreement.md).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,12 @@ import torch
 
 from embtie import sharing as catalogue
 from embtie.analysis.param_counts import count_parameters
-from embtie.config import did_you_mean
 from embtie.data.lm_corpora import EOS, Corpus
-from embtie.errors import ConfigError, DataError
+from embtie.errors import ConfigError
 from embtie.hf._require import require_transformers
 from embtie.hf.lm_data import lm_datasets
 from embtie.hf.patch import apply, sharing_of
+from embtie.hf.sources import build_model, model_config, read_model_config
 
 
 @dataclass
@@ -51,9 +53,10 @@ class HFCompareConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     seed: int = 0
-    init: str = "model"
-    """"model": E starts as the model's own initial embedding (same for every strategy); "strategy": the
-    strategy's own init (e.g. tied-loginit's ln(V)/d)."""
+    init: str = "strategy"
+    """"strategy": the strategy's own init of E (e.g. std d**-0.5; tied-loginit's ln(V)/d), as embtie's
+    models; "model": E starts as the model's own initial embedding (same for every strategy; GPT-2's std
+    0.02 favours row-normalising strategies, docs/hf-agreement.md)."""
     device: str = "auto"
     """auto (what the Trainer picks), or cpu."""
     train_tokens: int | None = None
@@ -74,73 +77,6 @@ class HFCompareConfig:
             raise ConfigError(f"init={self.init!r} must be 'model' or 'strategy'")
         if self.device not in ("auto", "cpu"):
             raise ConfigError(f"device={self.device!r} must be 'auto' or 'cpu'")
-
-
-def packaged_model_configs() -> dict[str, Path]:
-    """{name: path} of the transformers configs shipped with embtie (``embtie/configs/hf/NAME.json``)."""
-    folder = Path(str(resources.files("embtie") / "configs" / "hf"))
-    return {p.stem: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
-
-
-def resolve_model_config(spec: str | Path) -> Path:
-    """The file of a packaged config name (``gpt2-tiny``) or of a path to a transformers config JSON."""
-    packaged = packaged_model_configs()
-    names = ", ".join(packaged)
-    p = Path(spec).expanduser()
-    if p.is_file():
-        return p
-    if p.suffix == ".json" or len(p.parts) > 1:
-        hint = f"; the packaged one is the name {p.stem!r}" if p.stem in packaged else ""
-        raise DataError(
-            f"model config {p} does not exist{hint}; give a transformers config JSON or a packaged name ({names})"
-        )
-    if str(spec) not in packaged:
-        raise ConfigError(
-            f"unknown model config {str(spec)!r}{did_you_mean(str(spec), packaged)}; choose one of: {names} "
-            "or the path of a transformers config JSON"
-        )
-    return packaged[str(spec)]
-
-
-def read_model_config(spec: str | Path) -> dict[str, Any]:
-    """The JSON dict of a transformers config file, named (``gpt2-tiny``) or by path (must name its
-    ``model_type``)."""
-    p = resolve_model_config(spec)
-    try:
-        raw = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"model config {p} is not valid JSON: {e}") from None
-    if not isinstance(raw, dict) or "model_type" not in raw:
-        raise ConfigError(f'model config {p} must be a JSON object with a "model_type" (e.g. "gpt2", "llama")')
-    return raw
-
-
-def model_config(raw: dict[str, Any], vocab_size: int, eos_id: int | None = None):
-    """The transformers config of ``raw`` for ``vocab_size`` tokens; bos/eos default to the dataset's <eos>."""
-    transformers = require_transformers()
-    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "transformers_version")}
-    kwargs["vocab_size"] = vocab_size
-    for key in ("bos_token_id", "eos_token_id"):
-        kwargs.setdefault(key, eos_id)
-    try:
-        config = transformers.AutoConfig.for_model(raw["model_type"], **kwargs)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"bad model config for {raw['model_type']!r}: {e}") from None
-    if getattr(config, "is_encoder_decoder", False):  # foreign: a transformers config
-        raise ConfigError(
-            f"hf-compare trains causal language models; {raw['model_type']} is an encoder-decoder "
-            "(use embtie.hf.apply on it in your own translation script)"
-        )
-    return config
-
-
-def build_model(config):
-    """A freshly initialised causal-LM model of ``config`` (the seed is the caller's)."""
-    transformers = require_transformers()
-    try:
-        return transformers.AutoModelForCausalLM.from_config(config)
-    except ValueError as e:
-        raise ConfigError(f"no causal-LM model class for model_type {config.model_type!r}: {e}") from None
 
 
 def _train_one(cfg: HFCompareConfig, raw: dict[str, Any], strategy: str, data, out: Path, log) -> dict[str, Any]:

@@ -25,6 +25,10 @@ class LanguageModel(nn.Module):
     stateful: ClassVar[bool] = False
     """forward takes and returns a state carried from one window to the next."""
 
+    reads_task_vocabulary: ClassVar[bool] = False
+    """the constructor also takes ``vocabulary`` (the task's tokens in id order) and ``sharing_options`` (the
+    options its sharing object was built with): a pretrained model matches its token rows to them."""
+
     sharing: SharingStrategy
 
     def init_state(self, batch_size: int, device: torch.device | str | None = None) -> Any:

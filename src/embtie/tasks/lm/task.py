@@ -78,6 +78,13 @@ class LMTask(Task[LanguageModel]):
     def output_vocab_size(self) -> int:
         return len(self.vocab)
 
+    def model_arguments(self, shared: sharing.SharingStrategy) -> dict[str, Any]:
+        """A model that reads the task's vocabulary (a pretrained ``hf`` checkpoint) gets it, in id order."""
+        model = model_class(self.cfg.model.name)
+        if issubclass(model, LanguageModel) and model.reads_task_vocabulary:
+            return {"vocabulary": tuple(self.vocab.itos), "sharing_options": dict(self.cfg.sharing.options)}
+        return {}
+
     def build_model(self) -> LanguageModel:
         counts = self.vocab.counts
         if sharing.get(self.cfg.sharing.name).needs_frequency_sorted_vocab and counts != sorted(counts, reverse=True):
