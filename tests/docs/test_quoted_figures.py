@@ -43,6 +43,10 @@ class Folder:
         rows = sorted((r for r in self.rows if r.strategy == strategy), key=lambda r: r.seed)
         return [float(v) for r in rows if (v := getattr(r, column)) is not None]
 
+    def rows_of(self, strategy: str) -> list[Any]:
+        """The rows of ``strategy``, in seed order."""
+        return sorted((r for r in self.rows if r.strategy == strategy), key=lambda r: r.seed)
+
     def mean(self, strategy: str, column: str) -> float:
         return statistics.mean(self.values(strategy, column))
 
@@ -153,6 +157,7 @@ R, P, D, H = "README.md", "docs/reproductions.md", "docs/results.md", "docs/hf-a
 M = "results/modded-nanogpt-head/README.md"
 Q = "results/quantization/README.md"
 L = "results/ladder-ptb-gpt-tiny/README.md"
+MM = "results/ladder-matched-m/README.md"
 Expr = Callable[[Folder], Any]
 
 
@@ -198,6 +203,13 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (L, "rung xs {:.0f} s, s {:.0f} s, m {:.0f} s, l {:,.0f} s", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: tuple(_ladder_train_s(r) for r in ("xs", "s", "m", "l"))),
     (L, "reduced χ² {:.2f}", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: _ladder()["scale"]["untied"]),
     (L, "would take {:.2f}, {:.1f} and {:.0f} H100 GPU-hours", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: tuple(_ladder()["gpu"][r] for r in ("2xl", "4xl", "6xl"))),
+    *[(MM, f"| {name} | {layers} | {{:,}} | {{}} |", "ladder-matched-m", lambda f, n=name: (f.rows_of(n)[0].params_learned, f.said("valid_ppl", n))) for name, layers in (("untied", 1), ("l2norm", 14))],
+    (MM, "(1,329,984 learned\nparameters against untied's {:,}, {:+.2f}%)", "ladder-matched-m", lambda f: (f.rows_of("untied")[0].params_learned, 100 * (f.rows_of("tied")[0].params_learned / f.rows_of("untied")[0].params_learned - 1))),
+    (MM, "(untied ran\nat {:,.0f}-{:,.0f} tokens/s, tied and l2norm at {:,.0f}-{:,.0f})", "ladder-matched-m", lambda f: (min(r.tokens_per_s for r in f.rows_of("untied")), max(r.tokens_per_s for r in f.rows_of("untied")), min(r.tokens_per_s for r in f.rows_of("tied") + f.rows_of("l2norm")), max(r.tokens_per_s for r in f.rows_of("tied") + f.rows_of("l2norm")))),
+    (MM, "6.1% worse than the deepened tied one, where at equal shape (the ladder's rung m) untied was {:.2f}% better", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: -f.decision("valid_ppl", "untied").mean),
+    (R, "(rung l: {})", "ladder-ptb-gpt-tiny/rungs/size-l", lambda f: f.said("valid_ppl", "untied")),
+    (R, "slope per tenfold body {:.2f} [{:.2f}, {:+.2f}]: no trend shown", "ladder-ptb-gpt-tiny/rungs/size-l", lambda f: _ladder()["slope"]["untied"]),
+    (R, "(tied deepened to 14 blocks): untied {} |", "ladder-matched-m", lambda f: f.said("valid_ppl", "untied")),
     (M, "| untied vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "untied")),
     (M, "| tie-untie vs tied | {} |", "modded-nanogpt-head/untie-vs-tied", lambda f: f.said("valid_ppl", "tie-untie")),
     (M, "| tie-untie vs untied | {} |", "modded-nanogpt-head/untie-vs-untied", lambda f: f.said("valid_ppl", "tie-untie")),
