@@ -77,3 +77,32 @@ def test_plan_costs_a_matched_comparison_arm_by_arm(capsys):
     assert tied["flops_per_token"] > untied["flops_per_token"]  # seven more blocks to multiply
     assert main(["plan", "ptb-gpt-tiny", "--hardware", "cpu:2", "--match", "params"]) == 2
     assert "--match matches arms: give its --strategies" in capsys.readouterr().err
+
+
+def test_the_ladder_plan_as_json_carries_the_text_tables_fields(tmp_path, monkeypatch, capsys):
+    """--json prints one object per rung with the fields of the text table, unrounded: formatted as the table
+    formats them they give the table's cells, row for row; the totals are the sums over the rungs run here."""
+    import json
+
+    from embtie.commands.plan import _duration, _si
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["plan", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--ladder", "size=xs,l",
+            "--extrapolate", "6xl", "--hardware", "cpu:2", "--within", "0.05"]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    rows = text[3:6]  # the table's rows, after its title, a blank line and its header
+    assert [r["rung"] for r in plan["rungs"]] == ["xs", "l", "6xl"]
+    for line, r in zip(rows, plan["rungs"]):
+        where = "beyond 0.05 h here: GPU" if r["where"] == "beyond" else r["where"]
+        cells = [r["rung"], _si(r["body"]), f"{r['steps']:,}", _si(r["tokens_per_run"]), str(r["runs"]),
+                 _duration(r["wall_s"]), f"{r['device_hours']:.2f}", f"{r['gpu_hours']:.3g}", where]  # fmt: skip
+        assert "".join(cells).replace(" ", "") == line.replace(" ", "")
+        assert r["runs"] == sum(s["runs"] for s in r["strategies"]) == 4
+        assert {s["strategy"] for s in r["strategies"]} == {"tied", "untied"}
+    assert [r["where"] for r in plan["rungs"]] == ["here", "beyond", "extrapolated"]
+    here = plan["rungs"][0]
+    assert plan["here"] == {"wall_s": here["wall_s"], "device_hours": here["device_hours"]}
+    assert plan["command"] in text[0] and plan["hardware"] == "cpu" and plan["gpu"] == "h100"

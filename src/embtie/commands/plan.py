@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from embtie.comparison import CompareSpec
@@ -223,8 +223,6 @@ def _check_ladder_options(args: argparse.Namespace) -> None:
     if (args.ladder is not None or args.match is not None) and args.strategies is None:
         what = "--ladder costs a comparison at every rung" if args.ladder is not None else "--match matches arms"
         raise ConfigError(f"{what}: give its --strategies, e.g. tied,untied,l2norm")
-    if args.ladder is not None and args.json:
-        raise ConfigError("--json is not written for a ladder yet; leave it out for the ladder's table")
 
 
 def _compare_spec(args: argparse.Namespace, preset: str, overrides: list[str]) -> CompareSpec:
@@ -280,8 +278,31 @@ def _plan_ladder(args: argparse.Namespace, preset: str, overrides: list[str], hw
     plan = driver.plan_ladder(base, ladder, args.match, tolerance)
     gpu = hardware.parse(args.gpu or LADDER_GPU)
     within = args.within if args.within is not None else LADDER_WITHIN_H
-    print(render_ladder(costing.cost(plan, hw, gpu), hw, gpu, within, plan.command))
+    costs = costing.cost(plan, hw, gpu)
+    if args.json:
+        print(json.dumps(ladder_json(costs, hw, gpu, within, plan.command), indent=2))
+    else:
+        print(render_ladder(costs, hw, gpu, within, plan.command))
     return 0
+
+
+def _ladder_command(command: str) -> str:
+    return command.replace(" --out runs/plan", "")
+
+
+def ladder_json(costs: list[RungCost], hw: Hardware, gpu: Hardware, within_h: float, command: str) -> dict[str, Any]:
+    """``render_ladder``'s table as one object: one entry of ``rungs`` per rung (its row's fields, unrounded,
+    and each arm's plan), and the totals of the rungs that run here."""
+    here = [c.time for c in costs if c.reachable(within_h)]
+    return {
+        "command": _ladder_command(command),
+        "hardware": hw.name,
+        "gpu": gpu.name,
+        "within_h": within_h,
+        "rungs": [c.to_json(within_h) for c in costs],
+        "here": {"wall_s": sum(t.wall_s for t in here), "device_hours": sum(t.device_hours for t in here)},
+        "tokens_per_s_source": costs[0].arms[0].strategies[0].throughput.source,
+    }
 
 
 def render_ladder(costs: list[RungCost], hw: Hardware, gpu: Hardware, within_h: float, command: str) -> str:
@@ -300,9 +321,8 @@ def render_ladder(costs: list[RungCost], hw: Hardware, gpu: Hardware, within_h: 
     ]
     rows, wall, hours = [], 0.0, 0.0
     for c in costs:
-        t, here = c.time, c.reachable(within_h)
-        where = "here" if here else ("extrapolated" if c.extrapolated else f"beyond {within_h:g} h here: GPU")
-        if here:
+        t, where = c.time, c.where(within_h)
+        if where == "here":
             wall, hours = wall + t.wall_s, hours + t.device_hours
         rows.append(
             [
@@ -314,7 +334,7 @@ def render_ladder(costs: list[RungCost], hw: Hardware, gpu: Hardware, within_h: 
                 _duration(t.wall_s),
                 f"{t.device_hours:.2f}",
                 f"{c.gpu_hours:.3g}",
-                where,
+                f"beyond {within_h:g} h here: GPU" if where == "beyond" else where,
             ]
         )
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -324,7 +344,7 @@ def render_ladder(costs: list[RungCost], hw: Hardware, gpu: Hardware, within_h: 
     )
     return "\n".join(
         [
-            f"embtie plan (ladder) on {hw.label()}: {command.replace(' --out runs/plan', '')}",
+            f"embtie plan (ladder) on {hw.label()}: {_ladder_command(command)}",
             "",
             table,
             "",

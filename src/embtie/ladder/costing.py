@@ -9,6 +9,7 @@ the arm's matched depth): the same formulas and measured throughputs as ``embtie
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from embtie.comparison import CompareSpec
 from embtie.ladder.budget import RungBudget
@@ -37,6 +38,30 @@ class RungCost:
     def reachable(self, within_h: float) -> bool:
         """Trained by the ladder and done within ``within_h`` hours of wall time on the planned hardware."""
         return not self.extrapolated and self.time.wall_s <= within_h * 3600
+
+    def where(self, within_h: float) -> str:
+        """Where the rung runs: "here" (reachable), "extrapolated" (an --extrapolate rung) or "beyond" (trained
+        by the ladder, but longer than ``within_h`` hours here: costed on the GPU)."""
+        if self.reachable(within_h):
+            return "here"
+        return "extrapolated" if self.extrapolated else "beyond"
+
+    def to_json(self, within_h: float) -> dict[str, Any]:
+        """The fields of ``embtie plan --ladder``'s row, unrounded, and each arm's plan (``StrategyPlan``)."""
+        t = self.time
+        return {
+            "rung": self.budget.rung.value,
+            "overrides": list(self.budget.rung.overrides),
+            "body": self.budget.body,
+            "steps": self.budget.steps,
+            "tokens_per_run": self.budget.tokens,
+            "runs": t.runs,
+            "wall_s": t.wall_s,
+            "device_hours": t.device_hours,
+            "gpu_hours": self.gpu_hours,
+            "where": self.where(within_h),
+            "strategies": [s.to_json() for a in self.arms for s in a.strategies],
+        }
 
 
 def arms(spec: CompareSpec, overrides: list[str], hardware: Hardware) -> list[GridPlan]:
