@@ -114,3 +114,19 @@ def test_the_baseline_is_the_one_the_rungs_tested_against(tmp_path):
     tied_xs = r.of("tied")[0]
     expected = [100 * (1 / (1 + d / 100) - 1) for d in DIFFS["xs"]]  # tied against untied
     assert tied_xs.mean == pytest.approx(np.mean(expected))
+
+
+def test_the_chosen_baseline_names_the_report_before_any_rung_finished(tmp_path, monkeypatch, capsys):
+    """``--baseline l2norm`` (tied not even among the strategies): the report's title, its text and ladder.json
+    name l2norm from the first report on, when no rung has a results.json to say which baseline it used."""
+    from embtie.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "ptb-gpt-tiny", "--strategies", "untied,l2norm", "--baseline", "l2norm", "--seeds", "2",
+            "--ladder", "model.n_layers=1,2", "--report-only", "--out", "lad"]  # fmt: skip
+    assert main(argv) == 0
+    report = (tmp_path / "lad" / "report.md").read_text(encoding="utf-8")
+    assert report.splitlines()[0] == "# Ladder model.n_layers=1,2 on ptb-gpt-tiny: untied, l2norm against l2norm"
+    assert "No rung has finished yet: run the same command to train them (each strategy against l2norm)." in report
+    assert json.loads((tmp_path / "lad" / "ladder.json").read_text(encoding="utf-8"))["baseline"] == "l2norm"
+    assert not list((tmp_path / "lad").rglob("results.json"))  # no rung finished: nothing says the baseline

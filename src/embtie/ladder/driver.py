@@ -83,7 +83,8 @@ def gpu_hours(plan: LadderPlan, hardware_name: str = EXTRAPOLATION_GPU) -> dict[
 
 def results(plan: LadderPlan) -> LadderResults:
     """The ladder's results from the rungs finished so far, with the extrapolated rungs' GPU cost."""
-    out = collect(plan.ladder, plan.base.preset, plan.command, plan.base.strategies, plan.budgets, plan.base.out_dir)
+    base = plan.base
+    out = collect(plan.ladder, base.preset, plan.command, base.strategies, plan.budgets, base.out_dir, base.baseline)
     out.beyond = plan.beyond
     out.matching = {b.rung.value: s.matching for b, s in zip(plan.budgets, plan.specs) if s.matching is not None}
     out.gpu_hours = gpu_hours(plan)

@@ -132,13 +132,19 @@ def rung_effects(data: dict[str, Any], budget: RungBudget) -> tuple[MetricInfo, 
 
 
 def collect(
-    ladder: Ladder, preset: str, command: str, strategies: list[str], budgets: list[RungBudget], out_dir: Path
+    ladder: Ladder,
+    preset: str,
+    command: str,
+    strategies: list[str],
+    budgets: list[RungBudget],
+    out_dir: Path,
+    baseline: str,
 ) -> LadderResults:
     """The finished rungs' effects (a rung with no results.json yet is left out of the effects). The baseline
-    is the one the rungs' comparisons tested against (their results.json says which)."""
-    from embtie.comparison import BASELINE
-
-    metric, effects, baseline = None, [], BASELINE
+    is ``baseline``, the ladder's ``--baseline``, from the start (before any rung has finished), unless the
+    rungs' comparisons tested against another one: their results.json says which, and their effects are
+    read against it."""
+    metric, effects = None, []
     for b in budgets:
         path = Path(out_dir) / "rungs" / b.rung.folder / "results.json"
         if not path.is_file():

@@ -159,7 +159,9 @@ def build(r: LadderResults, out_dir: Path) -> Report:
     report = Report(f"Ladder {r.ladder.text()} on {r.preset}: {', '.join(r.strategies)} against {r.baseline}")
     report.add(*_rungs(r), *_matched(r))
     if r.metric is None or not r.effects:
-        report.add(Text("No rung has finished yet: run the same command to train them."))
+        report.add(
+            Text(f"No rung has finished yet: run the same command to train them (each strategy against {r.baseline}).")
+        )
         return report
     figure = ladder_plot.effect_vs_size(r, Path(out_dir) / "effect_vs_size.png")
     report.add(
