@@ -121,7 +121,7 @@ def test_unknown_hardware_is_one_line_error(text, message):
 def test_plan_command_prints_tables_and_json(capsys):
     assert cli.main(["plan", "ptb-gpt-tiny", "train.max_steps=100", "--hardware", "cpu:2"]) == 0
     out = capsys.readouterr().out
-    assert "FLOPs/token = 6 N + 12 L_attn d T" in out and "measured: results/su-convergence" in out
+    assert "FLOPs/token = 6 N + 12 L_attn d_attn T" in out and "measured: results/su-convergence" in out
     assert cli.main(["plan", "ptb-gpt-tiny", "--hardware", "a100", "--gpus", "2", "--strategies", "tied,untied",
                      "--seeds", "3", "--json"]) == 0  # fmt: skip
     data = json.loads(capsys.readouterr().out)

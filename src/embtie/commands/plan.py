@@ -190,9 +190,9 @@ def render(plan: GridPlan) -> str:
         f"- run: {first.budget.steps:,} steps x {first.budget.tokens_per_step:,.0f} target tokens = "
         f"{first.budget.tokens:,.0f} tokens; V = {first.shape.vocab_size:,}, d = {first.shape.dim}, "
         f"T = {first.budget.context:.1f} (mean training sequence)",
-        f"- FLOPs/token = 6 N + 12 L_attn d T = 6 x {first.shape.matmul_params:,} + 12 x "
-        f"{first.shape.attention_layers} x {first.shape.dim} x {first.budget.context:.1f}; N = learned + fixed "
-        f"weights less lookup-only tables ({first.shape.lookup:,})",
+        f"- FLOPs/token = 6 N + 12 L_attn d_attn T = 6 x {first.shape.matmul_params:,} + 12 x "
+        f"{first.shape.attention_layers} x {first.shape.attention_dim} x {first.budget.context:.1f}; N = learned "
+        f"+ fixed weights less lookup-only tables ({first.shape.lookup:,}); d_attn = heads x head dim",
         f"- memory/device = weights {_gib(mem.weights)} + gradients {_gib(mem.gradients)} + optimizer "
         f"{_gib(mem.optimizer)} + activations {_gib(mem.activations)} (fp32 weights and AdamW state; activations "
         f"{estimate.ACTIVATION_VALUES_PER_WEIGHT:.2f} values per token per body weight / d, flash attention, one "

@@ -119,6 +119,11 @@ class Shape:
     """its longest sequence (max_position_embeddings), None when it has no limit."""
     pretrained: bool
     """a save_pretrained folder (weights to start from) rather than a config."""
+    attention_layers: int = 0
+    """its dot-product attention modules: one per hidden layer (num_hidden_layers)."""
+    attention_dim: int = 0
+    """the width QK^T and AV are computed at: heads x head dim (num_attention_heads x head_dim, head_dim
+    hidden_size / heads where the config gives none); hidden_size for most families, not for Qwen3 or Gemma."""
 
 
 @lru_cache(maxsize=32)
@@ -128,4 +133,12 @@ def shape_of(spec: str) -> Shape:
     config = model_config(raw, int(raw.get("vocab_size", 8)))
     text = config.get_text_config()
     max_len = getattr(text, "max_position_embeddings", None)  # foreign: a transformers config
-    return Shape(int(text.hidden_size), None if max_len is None else int(max_len), Path(spec).expanduser().is_dir())
+    heads = int(text.num_attention_heads)
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads  # foreign: a transformers config
+    return Shape(
+        int(text.hidden_size),
+        None if max_len is None else int(max_len),
+        Path(spec).expanduser().is_dir(),
+        attention_layers=int(text.num_hidden_layers),
+        attention_dim=heads * int(head_dim),
+    )

@@ -101,6 +101,13 @@ class HFCausalLM(LanguageModel):
         ``embtie.hf.export`` writes stock weights from it)."""
         cast(Any, self.body).save_pretrained(folder)
 
+    def attention_shape(self) -> tuple[int, int]:
+        """(dot-product attention modules, the width QK^T and AV run at) as the transformers config declares
+        them (``embtie.hf.sources.Shape``): ``embtie plan``'s attention term, whose modules are transformers'
+        and so unknown to embtie's planner."""
+        shape = _shape(self.config.hf)
+        return shape.attention_layers, shape.attention_dim
+
     def fsdp_units(self) -> list[nn.Module]:
         """The transformer layers (``train.parallel=fsdp``)."""
         from embtie.hf.lm_body import layers

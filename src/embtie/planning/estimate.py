@@ -5,7 +5,9 @@ Formulas (each stated in ``embtie plan``'s output too):
 - FLOPs per training token = 6 N + 12 L_attn d T (Kaplan et al. 2020's 6N, PaLM's attention term):
   N = weights every token is multiplied with (``ModelShape.matmul_params``: learned and fixed, lookup
   tables left out), 2 FLOPs per weight forward and 4 backward; L_attn dot-product attention modules,
-  each 4 d T FLOPs forward (QK^T and AV over T positions), T the mean training sequence length. For a
+  each 4 d T FLOPs forward (QK^T and AV over T positions), T the mean training sequence length, d the
+  width attention runs at (``ModelShape.attention_dim``: the model's width for embtie's models; heads x
+  head dim, from its config, for a Hugging Face model, whose layers each hold one attention module). For a
   translation model the encoder's weights are counted per target token (source ~ target length).
 - memory per device = weights (4 bytes each, learned and fixed; fp32 in both precisions, bf16 is
   autocast) + gradients (4 per learned) + optimizer state (AdamW 8, SGD with momentum 4, per learned)
@@ -60,8 +62,8 @@ def budget(cfg: RunConfig, task: Task) -> RunBudget:
 
 
 def flops_per_token(shape: ModelShape, context: float) -> float:
-    """6 N + 12 L_attn d T (training: forward and backward)."""
-    return 6 * shape.matmul_params + 12 * shape.attention_layers * shape.dim * context
+    """6 N + 12 L_attn d_attn T (training: forward and backward)."""
+    return 6 * shape.matmul_params + 12 * shape.attention_layers * shape.attention_dim * context
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from embtie.analysis.param_counts import count_parameters
 from embtie.config import RunConfig
 from embtie.errors import ConfigError
 from embtie.models import gpt, transformer_mt
+from embtie.models.hf_causal_lm import HFCausalLM
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.sharing.base import SharingStrategy, strategy_of
 from embtie.tasks import Task
@@ -44,6 +45,8 @@ class ModelShape:
     matrix, a separate encoder embedding, learned positions."""
     attention_layers: int
     """scaled dot-product attention modules (self- and cross-attention)."""
+    attention_dim: int
+    """the width QK^T and AV are computed at: d for embtie's models, heads x head dim for a Hugging Face one."""
     body: int
     """the body's learned weights: the model's own, neither the strategy's nor a lookup table of the model's
     (learned positions, a separate encoder embedding) -- Kaplan et al.'s non-embedding N, the size a ladder's
@@ -114,11 +117,20 @@ def _model_tables(model: nn.Module, strategy: SharingStrategy) -> int:
     return sum(w.numel() for k, w in tables.items() if k not in own and w.requires_grad)
 
 
+def _attention(model: nn.Module, dim: int) -> tuple[int, int]:
+    """(scaled dot-product attention modules, the width they run at): embtie's own attention modules at the
+    model's width d, or what a Hugging Face model's config declares (its modules are transformers' own)."""
+    if isinstance(model, HFCausalLM):
+        return model.attention_shape()
+    return sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()), dim
+
+
 def measure(cfg: RunConfig, task: Task) -> ModelShape:
     """The shape of the model ``cfg`` trains on ``task`` (whose vocabulary sets V)."""
     model = _build_on_meta(cfg, task)
     strategy = strategy_of(model)
     counts = count_parameters(model, strategy)
+    attention_layers, attention_dim = _attention(model, cfg.model.embedding_dim)
     return ModelShape(
         vocab_size=task.output_vocab_size(),
         dim=cfg.model.embedding_dim,
@@ -126,6 +138,7 @@ def measure(cfg: RunConfig, task: Task) -> ModelShape:
         learned=counts.learned,
         fixed=counts.fixed,
         lookup=_lookup_elements(model, strategy),
-        attention_layers=sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()),
+        attention_layers=attention_layers,
+        attention_dim=attention_dim,
         body=counts.learned - counts.sharing_learned - _model_tables(model, strategy),
     )
