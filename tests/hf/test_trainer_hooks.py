@@ -3,6 +3,7 @@ unties at its step, with E's Adam moments carried to O), optimizer_cls_and_kwarg
 scale parameters from weight decay as embtie's own optimizer does (and keeps logit_scale_lr), and
 `embtie export` copies the tokenizer files of the folder it is given."""
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,8 @@ def test_tie_untie_unties_at_its_step_under_the_trainer(tmp_path):
 def test_without_the_callback_tie_untie_never_unties_and_the_callback_refuses_a_plain_model(tmp_path):
     torch.manual_seed(0)
     model = eh.apply(tiny_model("gpt2", V), "tie-untie", untie_at=0.5).train()
-    transformers.Trainer(model=model, args=_args(tmp_path), train_dataset=_data()).train()
+    with pytest.warns(UserWarning, match=r"callbacks=\[EmbtieCallback\(\)\]"):  # no longer silent
+        transformers.Trainer(model=model, args=_args(tmp_path), train_dataset=_data()).train()
     assert not eh.sharing_of(model).is_untied  # why the callback exists
     plain = tiny_model("gpt2", V).train()
     trainer = transformers.Trainer(
@@ -92,6 +94,49 @@ def test_without_the_callback_tie_untie_never_unties_and_the_callback_refuses_a_
     )
     with pytest.raises(ConfigError, match=r"embtie\.hf\.apply"):
         trainer.train()
+
+
+def _trained(tmp_path, callbacks: list) -> tuple[list[str], bool]:
+    """(embtie's warnings naming EmbtieCallback, untied at the end) of 2 Trainer steps of tie-untie (untie at
+    step round(0.5 x 2) = 1), one batch of 4 per step."""
+    torch.manual_seed(0)
+    model = eh.apply(tiny_model("gpt2", V), "tie-untie", untie_at=0.5).train()
+    args = _args(tmp_path, max_steps=2, gradient_accumulation_steps=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        transformers.Trainer(model=model, args=args, train_dataset=_data(8), callbacks=callbacks).train()
+    return [str(w.message) for w in caught if "EmbtieCallback" in str(w.message)], eh.sharing_of(model).is_untied
+
+
+def test_a_trainer_without_the_callback_is_warned_once_how_to_add_it(tmp_path):
+    warned, untied = _trained(tmp_path, [])
+    assert len(warned) == 1 and not untied
+    assert "it will never untie" in warned[0] and "callbacks=[EmbtieCallback()]" in warned[0]
+    assert "from embtie.hf.callback import EmbtieCallback" in warned[0] and "\n" not in warned[0]
+    assert _trained(tmp_path, [EmbtieCallback()]) == ([], True)
+
+
+@pytest.mark.parametrize("hook", ["after_backward", "never"])
+def test_an_own_loop_is_warned_only_when_it_never_calls_the_hook(hook):
+    """A loop that calls on_train_step before optimizer.step(), after two accumulated forward passes, is
+    within the contract (docs/your-loop.md) and is not warned; one that never calls it is, after its first
+    optimizer step."""
+    torch.manual_seed(0)
+    model = eh.apply(tiny_model("gpt2", V), "tie-untie", untie_at=0.5).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    batches = [row["input_ids"].view(1, -1) for row in _data(8)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(4):
+            for ids in batches[2 * step : 2 * step + 2]:
+                model(input_ids=ids, labels=ids).loss.backward()
+            if hook == "after_backward":
+                model.embtie_sharing.on_train_step(step, 4, optimizer)
+            optimizer.step()
+            optimizer.zero_grad()
+    warned = [w for w in caught if "EmbtieCallback" in str(w.message)]
+    assert len(warned) == (0 if hook == "after_backward" else 1)
+    assert eh.sharing_of(model).is_untied == (hook == "after_backward")
 
 
 def _decay_of(trainer) -> dict[str, tuple[float, float]]:

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from embtie.errors import ConfigError
-from embtie.hf import saved_config
+from embtie.hf import saved_config, step_hook
 from embtie.hf.families import FAMILIES
 from embtie.hf.modules import EmbtieEmbedding, EmbtieHead
 from embtie.hf.peft_compat import active_sharing
@@ -40,6 +40,7 @@ class EmbtieModelMixin:
     # forward(labels=...) honours num_items_in_batch (gradient accumulation), like transformers' own losses.
     accepts_loss_kwargs = True
     _embtie_base: type
+    training: bool  # nn.Module's, through the transformers class the mixin joins
 
     def tie_weights(self, *args: Any, **kwargs: Any) -> None:
         """No-op: input and output share one object, so there is nothing to re-tie (after loading or resizing)."""
@@ -63,6 +64,8 @@ class EmbtieModelMixin:
     # ------------------------------------------------------------------ loss
     def _embtie_forward_with_labels(self, base_forward: Callable, labels: Tensor, kwargs: dict[str, Any]):
         sharing: SharingStrategy = active_sharing(self.embtie_sharing)
+        if self.training and torch.is_grad_enabled():
+            step_hook.check(sharing)  # a Trainer without EmbtieCallback would never untie tie-untie
         record = self.config.embtie
         fam = FAMILIES[record["model_type"]]
         return_dict = kwargs.pop("return_dict", None)

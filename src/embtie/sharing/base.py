@@ -156,6 +156,8 @@ class SharingStrategy(VocabularyTables):
             raise ConfigError(f"vocab_size={vocab_size!r} must be an integer >= 2")
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ConfigError(f"dim={dim!r} must be an integer >= 1")
+        self.step_hook_ran = False
+        """whether a loop has called ``on_train_step`` (``needs_step_hook``)."""
         self.vocab_size = vocab_size
         self.dim = dim
         if zero_head and self.zero_head_refusal:
@@ -261,6 +263,7 @@ class SharingStrategy(VocabularyTables):
         ``total_steps`` (embtie's trainer does; so must a user's own loop, docs/your-loop.md): it runs the
         strategy's per-step hooks (tie-untie's switch, which copies E's state in ``optimizer``) and, at the
         first call, checks that a host's init left the strategy's own init in place (``_check_init``)."""
+        self.step_hook_ran = True
         self._check_init()
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:

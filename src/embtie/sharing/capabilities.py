@@ -22,6 +22,10 @@ class VocabularyTables(nn.Module):
     idle_parameters: ClassVar[bool] = False
     """Whether some parameter gets no gradient on some steps (tie-untie's O before the untie): data-parallel
     training must then look for unused parameters each step (DDP's ``find_unused_parameters``)."""
+    needs_step_hook: ClassVar[bool] = False
+    """Whether ``on_train_step`` changes what the module computes (tie-untie's untie): a loop that never calls
+    it trains another model than the one named (``embtie.hf.step_hook`` warns when a patched Hugging Face model
+    takes an optimizer step without it)."""
 
     def vocabulary_tables(self) -> list[nn.Parameter]:
         """The parameters that get the optimizer's embedding group (``embedding_weight_decay``): by default

@@ -62,6 +62,7 @@ class TieUntie(Tied):
     )
 
     idle_parameters: ClassVar[bool] = True  # O gets no gradient until the untie
+    needs_step_hook: ClassVar[bool] = True  # the untie (and re-tie) happen in on_train_step
     declared_options: ClassVar[dict[str, Setting]] = {
         "untie_at": Setting("the fraction of training after which O <- E and the matrices learn apart", ge=0, le=1),
         "retie_at": Setting(
