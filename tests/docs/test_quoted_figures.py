@@ -158,6 +158,7 @@ M = "results/modded-nanogpt-head/README.md"
 Q = "results/quantization/README.md"
 L = "results/ladder-ptb-gpt-tiny/README.md"
 MM = "results/ladder-matched-m/README.md"
+FC = "results/shalev-captioning-decisive/fixed-check/README.md"
 Expr = Callable[[Folder], Any]
 
 
@@ -385,6 +386,16 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: tuple(trainer_route(f, "strategy")[i] for i in (0, 2, 1, 3, 4))),
     (H, "tied's step-0 loss {:.2f} (HF GPT-2) and {:.2f} (embtie GPT)", "hf-agreement/hf-gpt2",
      lambda f: (f.mean("tied", "step0_loss"), folder("hf-agreement/embtie-gpt").mean("tied", "step0_loss"))),
+    # the captioning decision's fixed-head check (results/shalev-captioning-decisive/fixed-check)
+    *[(FC, f"| `{name}` | {{:.2f}} | {{:.1f}} | {{:.2f}} | {{:.0f}} |", "shalev-captioning-decisive/fixed-check",
+       lambda f, n=name: tuple(f.seed(n, 0, c) for c in ("bleu", "valid_ppl", "step0_loss", "vu"))) for name in ("fixed-paper", "fixed-lr10")],
+    (FC, "(+{:.2f} BLEU-4;", "shalev-captioning-decisive/fixed-check", lambda f: f.seed("fixed-paper", 0, "bleu") - f.seed("fixed-lr10", 0, "bleu")),
+    (FC, "puts fixed-lr10 at {}", "shalev-captioning-decisive/fixed-check", lambda f: f.cell("BLEU-4: mean", "fixed-lr10", "Δ BLEU-4")),
+    (FC, "(|h| ≤ √512 ≈ {:.1f})", "shalev-captioning-decisive/fixed-check", lambda f: math.sqrt(512)),
+    (FC, "(16.84 against ln V = {:.2f})", "shalev-captioning-decisive/fixed-check", lambda f: f.seed("fixed-paper", 0, "ln_v")),
+    (FC, "(training loss at step 100: {:.2f}, fixed-lr10's {:.2f};", "shalev-captioning-decisive/fixed-check",
+     lambda f: tuple(_train_loss(f, n, 0, 100) for n in ("fixed-paper", "fixed-lr10"))),
+    (FC, "about {:.0f} s of training per run", "shalev-captioning-decisive/fixed-check", lambda f: f.budget_minutes() * 60),
 ]  # fmt: skip
 
 
@@ -411,6 +422,14 @@ def _ladder() -> dict[str, dict[str, Any]]:
         out["slope"][name] = (t.slope, *t.slope_interval())
         out["scale"][name] = t.scale
     return out
+
+
+def _train_loss(f: Folder, strategy: str, seed: int, step: int) -> float:
+    """The training loss a run logged at ``step`` (runs/STRATEGY/seedSEED/metrics.jsonl of folder ``f``)."""
+    import json
+
+    lines = (f.path / "runs" / strategy / f"seed{seed}" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return next(r["loss"] for r in map(json.loads, lines) if r.get("split") == "train" and r.get("step") == step)
 
 
 def _quant_costs(fmt: str) -> dict[str, list[float]]:
