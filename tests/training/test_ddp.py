@@ -39,9 +39,11 @@ OVERRIDES = [
 ]
 
 
-@pytest.mark.parametrize("accumulate", [1, 2])
-def test_two_processes_match_one_process(tmp_path, accumulate):
-    overrides = [*OVERRIDES, f"train.accumulate={accumulate}"]  # 2: DDP all-reduces on the last micro-batch
+@pytest.mark.parametrize(("accumulate", "optimizer"), [(1, "adamw"), (2, "adamw"), (1, "muon")])
+def test_two_processes_match_one_process(tmp_path, accumulate, optimizer):
+    # accumulate 2: DDP all-reduces on the last micro-batch; muon: Newton-Schulz orthogonalises the
+    # all-reduced (global-batch) gradient of each 2-D body weight, so 2 processes follow 1 process here too
+    overrides = [*OVERRIDES, f"train.accumulate={accumulate}", f"train.optimizer={optimizer}"]
     one, two = tmp_path / "one", tmp_path / "two"
     env = {**os.environ, "EMBTIE_DATA": DATA, "OMP_NUM_THREADS": "1"}
     args = ["-m", "embtie", "train", "ptb-gpt-tiny", *overrides, "--out", str(two)]
@@ -56,8 +58,11 @@ def test_two_processes_match_one_process(tmp_path, accumulate):
     assert la[0] == pytest.approx(float(lb[0]), abs=1e-6)  # same model, same global batch
     assert torch.allclose(la, lb, rtol=1e-4, atol=1e-4), (la - lb).abs().max()
     wa, wb = load_file(str(latest(one) / "model.safetensors")), load_file(str(latest(two) / "model.safetensors"))
+    # Muon orthogonalises in bfloat16: the all-reduced gradient's last-bit rounding flips a bf16 rounding now
+    # and then (2e-4 after 12 steps here, measured); the losses above still agree to 1e-4
+    atol = 1e-3 if optimizer == "muon" else 1e-4
     for k in wa:
-        assert torch.allclose(wa[k], wb[k], atol=1e-4), k
+        assert torch.allclose(wa[k], wb[k], atol=atol), (k, (wa[k] - wb[k]).abs().max())
     summary = (two / "summary.json").read_text()
     assert '"world_size": 2' in summary
 
