@@ -159,6 +159,8 @@ Q = "results/quantization/README.md"
 L = "results/ladder-ptb-gpt-tiny/README.md"
 MM = "results/ladder-matched-m/README.md"
 FC = "results/shalev-captioning-decisive/fixed-check/README.md"
+PWD = "results/press-wolf-decisive/README.md"
+AD = "results/wikitext2-adaptive-decisive/README.md"
 Expr = Callable[[Folder], Any]
 
 
@@ -227,9 +229,10 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "Show-Attend-Tell: fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("vu", "fixed")),
     (R, "is {}, with fewer distinct words: {} |", "shalev-decisive/de-en",
      lambda f: (f.said("bleu", "fixed-lr10"), f.said("vu", "fixed-lr10"))),
-    (R, "adaptive against flat tied: {}, with {:.1f}× fewer", "wikitext2-adaptive",
-     lambda f: (f.said("valid_ppl", "adaptive"), f.mean("tied", "params_learned") / f.mean("adaptive", "params_learned"))),
-    (R, "l2norm within clusters: {} |", "wikitext2-adaptive", lambda f: f.said("valid_ppl", "adaptive-l2norm")),
+    (R, "adaptive against flat tied: {}, with {:.1f}× fewer learned parameters (a loss above {:.2f}% is ruled out)", "wikitext2-adaptive-decisive",
+     lambda f: (f.said("valid_ppl", "adaptive"), f.mean("tied", "params_learned") / f.mean("adaptive", "params_learned"), f.decision("valid_ppl", "adaptive").ci[1])),
+    (R, "l2norm within clusters: {};", "wikitext2-adaptive-decisive", lambda f: f.said("valid_ppl", "adaptive-l2norm")),
+    (R, "flat l2norm: {} |", "wikitext2-adaptive-decisive", lambda f: f.said("valid_ppl", "l2norm")),
     # docs/results.md
     (D, "tied {:.2f}, untied {:.2f}, l2norm {:.2f}, sqnorm {:.2f}, distance {:.2f}, cosine\n{:.2f}, fixed {:.2f}.", "multi30k-h100",
      lambda f: tuple(f.mean(s, "bleu") for s in ("tied", "untied", "l2norm", "sqnorm", "distance", "cosine", "fixed"))),
@@ -396,6 +399,33 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (FC, "(training loss at step 100: {:.2f}, fixed-lr10's {:.2f};", "shalev-captioning-decisive/fixed-check",
      lambda f: tuple(_train_loss(f, n, 0, 100) for n in ("fixed-paper", "fixed-lr10"))),
     (FC, "about {:.0f} s of training per run", "shalev-captioning-decisive/fixed-check", lambda f: f.budget_minutes() * 60),
+    # Press & Wolf's decision: its design's cost (results/press-wolf-decisive)
+    (PWD, "A run is {} optimizer steps of {:.0f} tokens", "press-wolf", lambda f: (f.budget("optimizer steps"), _pw_tokens_per_step())),
+    (PWD, "trained {:,.0f} tokens/s, so a run is about {:.2f}\ncore-hours", "press-wolf", lambda f: (_pw_timing()["tokens_per_s"], _pw_run_hours(f))),
+    (PWD, "(4 seeds × 3 arms = 12 runs) costs\nabout {:.0f} core-hours, the second (6 more runs) about {:.0f} more", "press-wolf",
+     lambda f: (12 * _pw_run_hours(f), 6 * _pw_run_hours(f))),
+    # the adaptive row decided afresh (results/wikitext2-adaptive-decisive)
+    *[(P, f"\n{name}: {{}}\n", "wikitext2-adaptive-decisive", lambda f, n=name: f.said("valid_ppl", n)) for name in ("adaptive", "adaptive-l2norm")],
+    (P, "\nl2norm: {}\nSo \"keeps perplexity\"", "wikitext2-adaptive-decisive", lambda f: f.said("valid_ppl", "l2norm")),
+    (P, "margin ±1%; AMD EPYC Zen 5, {} runs)", "wikitext2-adaptive-decisive", lambda f: len(f.rows)),
+    (P, "narrowed from {:.2f}%..{:+.2f}% to {:.2f}%..{:+.2f}%: a cost above {:.1f}% is ruled out", "wikitext2-adaptive-decisive",
+     lambda f: (*folder("wikitext2-adaptive").decision("valid_ppl", "adaptive").ci, *f.decision("valid_ppl", "adaptive").ci, f.decision("valid_ppl", "adaptive").ci[1])),
+    (AD, "left a paired interval of {:.2f}% to {:+.2f}%", "wikitext2-adaptive", lambda f: f.decision("valid_ppl", "adaptive").ci),
+    (AD, "a loss of more than {:.1f}% is ruled out (at {:.4g}%)", "wikitext2-adaptive-decisive",
+     lambda f: (f.decision("valid_ppl", "adaptive").ci[1], 100 * f.decision("valid_ppl", "adaptive").confidences()[0])),
+    (AD, "35 runs, {:.2f}\ncore-hours of training steps", "wikitext2-adaptive-decisive", lambda f: _core_hours(f)),
+    *[(AD, f"| {label} | {{}} | {{:+.2f}}% [{{:+.2f}}, {{:+.2f}}] ({{:.4g}}%) | {{}}", "wikitext2-adaptive-decisive",
+       lambda f, n=name: _verdict_cells(f.decision("valid_ppl", n))) for label, name in (("l2norm (flat)", "l2norm"), ("adaptive", "adaptive"), ("adaptive-l2norm", "adaptive-l2norm"))],
+    *[(AD, "(99.5%) | undecided; about {} paired seeds would decide it |", "wikitext2-adaptive-decisive",
+       lambda f, n=name: f.decision("valid_ppl", n).seeds_needed) for name in ("adaptive", "adaptive-l2norm")],
+    (AD, "from {:.2f}%..{:+.2f}% to an\ninterval of {:.2f}% to {:+.2f}%", "wikitext2-adaptive-decisive",
+     lambda f: (*folder("wikitext2-adaptive").decision("valid_ppl", "adaptive").ci, *f.decision("valid_ppl", "adaptive").ci)),
+    (AD, "with {:.1f}× fewer learned\nparameters", "wikitext2-adaptive-decisive", lambda f: f.seed("tied", 0, "params_learned") / f.seed("adaptive", 0, "params_learned")),
+    (AD, "(pairing already\nremoves {:.0f}% of the variance", "wikitext2-adaptive-decisive", lambda f: 100 * f.pairing("valid_ppl", "adaptive").variance_removed),
+    (AD, "lands where adaptive does ({:.2f}%)", "wikitext2-adaptive-decisive", lambda f: f.decision("valid_ppl", "adaptive-l2norm").mean),
+    (AD, "its gain on the flat softmax ({:.2f}%,\ndecided better at {} seeds)", "wikitext2-adaptive-decisive",
+     lambda f: (f.decision("valid_ppl", "l2norm").mean, f.decision("valid_ppl", "l2norm").n)),
+    (AD, "300 steps is {} epochs", "wikitext2-adaptive-decisive", lambda f: f.budget("epochs")),
 ]  # fmt: skip
 
 
@@ -422,6 +452,33 @@ def _ladder() -> dict[str, dict[str, Any]]:
         out["slope"][name] = (t.slope, *t.slope_interval())
         out["scale"][name] = t.scale
     return out
+
+
+def _pw_timing() -> dict[str, Any]:
+    """results/press-wolf-decisive/timing/summary.json: the 300-step timing of ptb-lstm-small."""
+    import json
+
+    return dict(json.loads((ROOT / "results" / "press-wolf-decisive" / "timing" / "summary.json").read_text(encoding="utf-8")))
+
+
+def _pw_tokens_per_step() -> float:
+    t = _pw_timing()
+    return float(t["tokens_seen"] / t["steps"])
+
+
+def _pw_run_hours(f: Folder) -> float:
+    """Core-hours of one 13-epoch run of press-wolf's budget at the timing's tokens/s."""
+    return float(f.budget("optimizer steps").replace(",", "")) * _pw_tokens_per_step() / _pw_timing()["tokens_per_s"] / 3600
+
+
+def _core_hours(f: Folder) -> float:
+    """Core-hours of training steps of a language-model folder: steps x 1,024 tokens / tokens per second, summed."""
+    return sum(r.steps * 1024 / r.tokens_per_s for r in f.rows) / 3600
+
+
+def _verdict_cells(d: Decision) -> tuple[int, float, float, float, float, str]:
+    """(paired seeds, mean, CI low, CI high, its confidence in percent, verdict) of a saved decision."""
+    return d.n, d.mean, d.ci[0], d.ci[1], 100 * d.confidences()[0], d.verdict
 
 
 def _train_loss(f: Folder, strategy: str, seed: int, step: int) -> float:
@@ -490,7 +547,7 @@ def test_every_results_folder_a_document_cites_has_figures_checked(doc: str):
 
 
 LINK_ONLY: dict[str, set[str]] = {
-    R: {"default-job", "shalev-multi30k/de-en"},  # the default job's section is rewritten with its own rows
+    R: {"default-job", "shalev-multi30k/de-en", "wikitext2-adaptive"},  # default job: its section has its own rows; wikitext2-adaptive: the superseded grid, linked beside its decision
     D: {"press-wolf"},
 }
 """document -> results folders it links without quoting a figure of theirs."""
