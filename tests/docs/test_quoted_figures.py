@@ -35,7 +35,8 @@ class Folder:
 
     def __init__(self, name: str) -> None:
         self.path = ROOT / "results" / name
-        self.rows, self.saved = read_rows(self.path)
+        tables = any((self.path / n).is_file() for n in ("results.json", "results.csv"))
+        self.rows, self.saved = read_rows(self.path) if tables else ([], {})  # a design's folder: README only
         self.report = (self.path / "report.md").read_text(encoding="utf-8") if (self.path / "report.md").is_file() else ""
 
     def values(self, strategy: str, column: str) -> list[float]:
@@ -400,6 +401,9 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: tuple(_train_loss(f, n, 0, 100) for n in ("fixed-paper", "fixed-lr10"))),
     (FC, "about {:.0f} s of training per run", "shalev-captioning-decisive/fixed-check", lambda f: f.budget_minutes() * 60),
     # Press & Wolf's decision: its design's cost (results/press-wolf-decisive)
+    (R, "is written and not run: about {:.0f} core-hours to the first look", "press-wolf-decisive", lambda f: 12 * _pw_run_hours(folder("press-wolf"))),
+    (P, "a run is about {:.2f} core-hours on a busy Zen 5 core, so the first\nlook (12 runs) is about {:.0f} core-hours", "press-wolf-decisive",
+     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")))),
     (PWD, "A run is {} optimizer steps of {:.0f} tokens", "press-wolf", lambda f: (f.budget("optimizer steps"), _pw_tokens_per_step())),
     (PWD, "trained {:,.0f} tokens/s, so a run is about {:.2f}\ncore-hours", "press-wolf", lambda f: (_pw_timing()["tokens_per_s"], _pw_run_hours(f))),
     (PWD, "(4 seeds × 3 arms = 12 runs) costs\nabout {:.0f} core-hours, the second (6 more runs) about {:.0f} more", "press-wolf",
