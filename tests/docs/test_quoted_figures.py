@@ -162,6 +162,7 @@ MM = "results/ladder-matched-m/README.md"
 FC = "results/shalev-captioning-decisive/fixed-check/README.md"
 PWD = "results/press-wolf-decisive/README.md"
 AD = "results/wikitext2-adaptive-decisive/README.md"
+CD = "results/shalev-captioning-decisive/README.md"
 Expr = Callable[[Folder], Any]
 
 
@@ -224,10 +225,12 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "cosine {}: the paper", "liu-decisive/transformer", lambda f: f.said("bleu", "cosine")),
     (R, "l2norm {}; cosine {}. These held", "liu-decisive/transformer",
      lambda f: (f.said("valid_ppl", "l2norm"), f.said("valid_ppl", "cosine"))),
-    (R, "Show-Tell, 3 epochs: fixed {}. ", "shalev-captioning/show-tell", lambda f: f.said("bleu", "fixed")),
-    (R, "Show-Attend-Tell, 1 epoch: fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("bleu", "fixed")),
-    (R, "Show-Tell: fixed {}. ", "shalev-captioning/show-tell", lambda f: f.said("vu", "fixed")),
-    (R, "Show-Attend-Tell: fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("vu", "fixed")),
+    (R, "the paper's fixed head (the check's pick) {}; the paper", "shalev-captioning-decisive/show-tell", lambda f: f.said("bleu", "fixed-paper")),
+    (R, "Show-Attend-Tell: the same design not run (about {:.0f} core-hours to its first look)", "shalev-captioning-decisive", lambda f: 8 * _sat_step_s() * 938 * 10 / 3600),
+    (R, "(4 paired seeds, ±5%): fixed {} (fewer words), {:+.2f}% [{:+.2f}, {:+.2f}] ({:.4g}%)", "shalev-captioning-decisive/show-tell",
+     lambda f: (f.decision("vu", "fixed-paper").verdict, *_verdict_cells(f.decision("vu", "fixed-paper"))[1:5])),
+    (R, "at 1 epoch fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("bleu", "fixed")),
+    (R, "Show-Attend-Tell at 1 epoch: fixed {} |", "shalev-captioning/show-attend-tell", lambda f: f.said("vu", "fixed")),
     (R, "is {}, with fewer distinct words: {} |", "shalev-decisive/de-en",
      lambda f: (f.said("bleu", "fixed-lr10"), f.said("vu", "fixed-lr10"))),
     (R, "adaptive against flat tied: {}, with {:.1f}× fewer learned parameters (a loss above {:.2f}% is ruled out)", "wikitext2-adaptive-decisive",
@@ -430,6 +433,35 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (AD, "its gain on the flat softmax ({:.2f}%,\ndecided better at {} seeds)", "wikitext2-adaptive-decisive",
      lambda f: (f.decision("valid_ppl", "l2norm").mean, f.decision("valid_ppl", "l2norm").n)),
     (AD, "300 steps is {} epochs", "wikitext2-adaptive-decisive", lambda f: f.budget("epochs")),
+    # the captioning decision (results/shalev-captioning-decisive/README.md)
+    (P, "scored\n{:.2f} against {:.2f} for the translation recommendation", "shalev-captioning-decisive/fixed-check",
+     lambda f: (f.seed("fixed-paper", 0, "bleu"), f.seed("fixed-lr10", 0, "bleu"))),
+    (P, "8 runs of {} epochs, {:.2f} core-hours", "shalev-captioning-decisive/show-tell", lambda f: (_epoch_range(f)[0] + "–" + _epoch_range(f)[1], _run_hours(f)[2])),
+    (P, "\nBLEU-4: {} (the paper", "shalev-captioning-decisive/show-tell", lambda f: f.said("bleu", "fixed-paper")),
+    (P, "\nVU: {} (the paper", "shalev-captioning-decisive/show-tell", lambda f: f.said("vu", "fixed-paper")),
+    (P, "(about {:.0f}\ncore-hours to its first look", "shalev-captioning-decisive", lambda f: 8 * _sat_step_s() * 938 * 10 / 3600),
+    (CD, "8 runs, {} epochs each (median {}), {:.2f} core-hours in all", "shalev-captioning-decisive/show-tell",
+     lambda f: (_epoch_range(f)[0] + "–" + _epoch_range(f)[1], _epoch_range(f)[2], _run_hours(f)[2])),
+    (CD, "| BLEU-4, beam 10 (primary) | {:.2f} ± {:.2f} | {:.2f} ± {:.2f} | {:+.2f} [{:+.2f}, {:+.2f}] | **{}** (±0.5; paired t-test, Holm, p {:.3f}) |", "shalev-captioning-decisive/show-tell",
+     lambda f: (f.mean("tied", "bleu"), f.sd("tied", "bleu"), f.mean("fixed-paper", "bleu"), f.sd("fixed-paper", "bleu"), *_mean_ci(f.decision("bleu", "fixed-paper")), f.decision("bleu", "fixed-paper").verdict, f.decision("bleu", "fixed-paper").p_difference_holm)),
+    (CD, "| distinct words of the captions (VU) | {:.0f} ± {:.0f} | {:.0f} ± {:.0f} | {:+.2f}% [{:+.2f}, {:+.2f}] | **{}**: fewer words (±5%; p {:.3f}) |", "shalev-captioning-decisive/show-tell",
+     lambda f: (f.mean("tied", "vu"), f.sd("tied", "vu"), f.mean("fixed-paper", "vu"), f.sd("fixed-paper", "vu"), *_mean_ci(f.decision("vu", "fixed-paper")), f.decision("vu", "fixed-paper").verdict, f.decision("vu", "fixed-paper").p_difference_holm)),
+    (CD, "| validation perplexity | {:.1f} ± {:.1f} | {:.1f} ± {:.1f} | {:+.2f}% [{:+.2f}, {:+.2f}] | **{}** (±1%; p < 0.001) |", "shalev-captioning-decisive/show-tell",
+     lambda f: (f.mean("tied", "valid_ppl"), f.sd("tied", "valid_ppl"), f.mean("fixed-paper", "valid_ppl"), f.sd("fixed-paper", "valid_ppl"), *_mean_ci(f.decision("valid_ppl", "fixed-paper")), f.decision("valid_ppl", "fixed-paper").verdict)),
+    *[(CD, "| " + str(seed) + " | {:.2f} / {:.2f} ({}) / {} / {} | {:.2f} / {:.2f} ({}) / {} / {} | {:+.2f} |", "shalev-captioning-decisive/show-tell",
+       lambda f, k=seed: (*_caption_seed(f, "tied", k), *_caption_seed(f, "fixed-paper", k), f.seed("fixed-paper", k, "bleu") - f.seed("tied", k, "bleu"))) for seed in range(4)],
+    (CD, "correlates with tied's at {:.2f}; the sd of\nthe paired differences is {:.2f}% of tied's BLEU-4 against {:.2f}% for independent seeds, so pairing removes\n{:.0f}% of the variance", "shalev-captioning-decisive/show-tell",
+     lambda f: (f.pairing("bleu", "fixed-paper").correlation, f.pairing("bleu", "fixed-paper").sd_paired, f.pairing("bleu", "fixed-paper").sd_unpaired, 100 * f.pairing("bleu", "fixed-paper").variance_removed)),
+    (CD, "**costs {:.2f} BLEU-4** on Show-Tell", "shalev-captioning-decisive/show-tell", lambda f: -f.decision("bleu", "fixed-paper").mean),
+    (CD, "captions use {:.0f}% fewer distinct words", "shalev-captioning-decisive/show-tell", lambda f: -f.decision("vu", "fixed-paper").mean),
+    (CD, "(rare-word\nshare {} against tied's {})", "shalev-captioning-decisive/show-tell", lambda f: (f.cell("BLEU-4: mean", "fixed-paper", "rare-word"), f.cell("BLEU-4: mean", "tied", "rare-word"))),
+    (CD, "tied gained {:.2f} BLEU-4 ({:.2f} → {:.2f}) and the fixed head {:.2f}\n({:.2f} → {:.2f})", "shalev-captioning-decisive/show-tell",
+     lambda f: (f.mean("tied", "bleu") - _old_st().mean("tied", "bleu"), _old_st().mean("tied", "bleu"), f.mean("tied", "bleu"),
+                f.mean("fixed-paper", "bleu") - _old_st().mean("fixed", "bleu"), _old_st().mean("fixed", "bleu"), f.mean("fixed-paper", "bleu"))),
+    (CD, "The three-epoch reading ({:.2f}, undecided;", "shalev-captioning/show-tell", lambda f: f.decision("bleu", "fixed").mean),
+    (CD, "the 8 runs took {:.2f} core-hours ({:,.0f}–{:,.0f} s each", "shalev-captioning-decisive/show-tell", lambda f: (_run_hours(f)[2], _run_hours(f)[0], _run_hours(f)[1])),
+    (CD, "took {:.2f} s a step, {:.1f} minutes an epoch of 938 steps; at Show-Tell's median of\n10 epochs a run is about {:.1f} core-hours and the first look (8 runs) about {:.0f} core-hours", "shalev-captioning-decisive/show-tell",
+     lambda f: (_sat_step_s(), _sat_step_s() * 938 / 60, _sat_step_s() * 938 * 10 / 3600, 8 * _sat_step_s() * 938 * 10 / 3600)),
 ]  # fmt: skip
 
 
@@ -483,6 +515,47 @@ def _core_hours(f: Folder) -> float:
 def _verdict_cells(d: Decision) -> tuple[int, float, float, float, float, str]:
     """(paired seeds, mean, CI low, CI high, its confidence in percent, verdict) of a saved decision."""
     return d.n, d.mean, d.ci[0], d.ci[1], 100 * d.confidences()[0], d.verdict
+
+
+def _run_hours(f: Folder) -> tuple[float, float, float]:
+    """(shortest, longest run in seconds, all runs in hours) of a folder's runs/*/seed*/summary.json elapsed_s."""
+    import json
+
+    t = [json.loads(p.read_text(encoding="utf-8"))["elapsed_s"] for p in (f.path / "runs").glob("*/seed*/summary.json")]
+    return min(t), max(t), sum(t) / 3600
+
+
+def _caption_seed(f: Folder, strategy: str, seed: int) -> tuple[float, float, int, int, int]:
+    """(beam BLEU-4, best greedy validation BLEU-4, its epoch, epochs trained, VU) of one captioning run."""
+    import json
+
+    d = json.loads((f.path / "runs" / strategy / f"seed{seed}" / "summary.json").read_text(encoding="utf-8"))
+    per_epoch = d["steps"] / d["epochs"]
+    return (f.seed(strategy, seed, "bleu"), d["best_metric"], round(d["best_metric_step"] / per_epoch), round(d["epochs"]),
+            round(f.seed(strategy, seed, "vu")))  # fmt: skip
+
+
+def _epoch_range(f: Folder) -> tuple[str, str, str]:
+    """(fewest, most, median) epochs of the report's Budget line of early-stopped runs."""
+    m = re.search(r"(\d+)-(\d+) \(median (\d+)\) epochs", f.report)
+    assert m is not None
+    return m[1], m[2], m[3]
+
+
+def _mean_ci(d: Decision) -> tuple[float, float, float]:
+    return d.mean, d.ci[0], d.ci[1]
+
+
+def _old_st() -> Folder:
+    return folder("shalev-captioning/show-tell")
+
+
+def _sat_step_s() -> float:
+    """Seconds a step of the Show-Attend-Tell timing (timing-sat/metrics.jsonl at its step 150)."""
+    import json
+
+    lines = (ROOT / "results" / "shalev-captioning-decisive" / "timing-sat" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return float(next(r["elapsed"] for r in map(json.loads, lines) if r.get("split") == "train" and r.get("step") == 150) / 150)
 
 
 def _train_loss(f: Folder, strategy: str, seed: int, step: int) -> float:
