@@ -443,11 +443,11 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (CD, "8 runs, {} epochs each (median {}), {:.2f} core-hours in all", "shalev-captioning-decisive/show-tell",
      lambda f: (_epoch_range(f)[0] + "–" + _epoch_range(f)[1], _epoch_range(f)[2], _run_hours(f)[2])),
     (CD, "| BLEU-4, beam 10 (primary) | {:.2f} ± {:.2f} | {:.2f} ± {:.2f} | {:+.2f} [{:+.2f}, {:+.2f}] | **{}** (±0.5; paired t-test, Holm, p {:.3f}) |", "shalev-captioning-decisive/show-tell",
-     lambda f: (f.mean("tied", "bleu"), f.sd("tied", "bleu"), f.mean("fixed-paper", "bleu"), f.sd("fixed-paper", "bleu"), *_mean_ci(f.decision("bleu", "fixed-paper")), f.decision("bleu", "fixed-paper").verdict, f.decision("bleu", "fixed-paper").p_difference_holm)),
+     lambda f: (f.mean("tied", "bleu"), f.sd("tied", "bleu"), f.mean("fixed-paper", "bleu"), f.sd("fixed-paper", "bleu"), *_verdict_cells(f.decision("bleu", "fixed-paper"))[1:4], f.decision("bleu", "fixed-paper").verdict, f.decision("bleu", "fixed-paper").p_difference_holm)),
     (CD, "| distinct words of the captions (VU) | {:.0f} ± {:.0f} | {:.0f} ± {:.0f} | {:+.2f}% [{:+.2f}, {:+.2f}] | **{}**: fewer words (±5%; p {:.3f}) |", "shalev-captioning-decisive/show-tell",
-     lambda f: (f.mean("tied", "vu"), f.sd("tied", "vu"), f.mean("fixed-paper", "vu"), f.sd("fixed-paper", "vu"), *_mean_ci(f.decision("vu", "fixed-paper")), f.decision("vu", "fixed-paper").verdict, f.decision("vu", "fixed-paper").p_difference_holm)),
+     lambda f: (f.mean("tied", "vu"), f.sd("tied", "vu"), f.mean("fixed-paper", "vu"), f.sd("fixed-paper", "vu"), *_verdict_cells(f.decision("vu", "fixed-paper"))[1:4], f.decision("vu", "fixed-paper").verdict, f.decision("vu", "fixed-paper").p_difference_holm)),
     (CD, "| validation perplexity | {:.1f} ± {:.1f} | {:.1f} ± {:.1f} | {:+.2f}% [{:+.2f}, {:+.2f}] | **{}** (±1%; p < 0.001) |", "shalev-captioning-decisive/show-tell",
-     lambda f: (f.mean("tied", "valid_ppl"), f.sd("tied", "valid_ppl"), f.mean("fixed-paper", "valid_ppl"), f.sd("fixed-paper", "valid_ppl"), *_mean_ci(f.decision("valid_ppl", "fixed-paper")), f.decision("valid_ppl", "fixed-paper").verdict)),
+     lambda f: (f.mean("tied", "valid_ppl"), f.sd("tied", "valid_ppl"), f.mean("fixed-paper", "valid_ppl"), f.sd("fixed-paper", "valid_ppl"), *_verdict_cells(f.decision("valid_ppl", "fixed-paper"))[1:4], f.decision("valid_ppl", "fixed-paper").verdict)),
     *[(CD, "| " + str(seed) + " | {:.2f} / {:.2f} ({}) / {} / {} | {:.2f} / {:.2f} ({}) / {} / {} | {:+.2f} |", "shalev-captioning-decisive/show-tell",
        lambda f, k=seed: (*_caption_seed(f, "tied", k), *_caption_seed(f, "fixed-paper", k), f.seed("fixed-paper", k, "bleu") - f.seed("tied", k, "bleu"))) for seed in range(4)],
     (CD, "correlates with tied's at {:.2f}; the sd of\nthe paired differences is {:.2f}% of tied's BLEU-4 against {:.2f}% for independent seeds, so pairing removes\n{:.0f}% of the variance", "shalev-captioning-decisive/show-tell",
@@ -468,7 +468,7 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
 def _ladder_train_s(rung: str) -> float:
     """Core-seconds of training steps of a rung: steps x 1,024 tokens per step / tokens per second, summed over
     its runs (results.json rows)."""
-    return sum(r.steps * 1024 / r.tokens_per_s for r in folder(f"ladder-ptb-gpt-tiny/rungs/size-{rung}").rows)
+    return 3600 * _core_hours(folder(f"ladder-ptb-gpt-tiny/rungs/size-{rung}"))
 
 
 @cache
@@ -542,28 +542,26 @@ def _epoch_range(f: Folder) -> tuple[str, str, str]:
     return m[1], m[2], m[3]
 
 
-def _mean_ci(d: Decision) -> tuple[float, float, float]:
-    return d.mean, d.ci[0], d.ci[1]
-
-
 def _old_st() -> Folder:
     return folder("shalev-captioning/show-tell")
 
 
 def _sat_step_s() -> float:
     """Seconds a step of the Show-Attend-Tell timing (timing-sat/metrics.jsonl at its step 150)."""
+    return float(_logged(ROOT / "results" / "shalev-captioning-decisive" / "timing-sat" / "metrics.jsonl", 150)["elapsed"] / 150)
+
+
+def _logged(path: Path, step: int) -> dict[str, Any]:
+    """The training record a run's metrics.jsonl logged at ``step``."""
     import json
 
-    lines = (ROOT / "results" / "shalev-captioning-decisive" / "timing-sat" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    return float(next(r["elapsed"] for r in map(json.loads, lines) if r.get("split") == "train" and r.get("step") == 150) / 150)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return dict(next(r for r in map(json.loads, lines) if r.get("split") == "train" and r.get("step") == step))
 
 
 def _train_loss(f: Folder, strategy: str, seed: int, step: int) -> float:
     """The training loss a run logged at ``step`` (runs/STRATEGY/seedSEED/metrics.jsonl of folder ``f``)."""
-    import json
-
-    lines = (f.path / "runs" / strategy / f"seed{seed}" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    return next(r["loss"] for r in map(json.loads, lines) if r.get("split") == "train" and r.get("step") == step)
+    return float(_logged(f.path / "runs" / strategy / f"seed{seed}" / "metrics.jsonl", step)["loss"])
 
 
 def _quant_costs(fmt: str) -> dict[str, list[float]]:
