@@ -69,7 +69,7 @@ bench: venv
 # the lent machine).
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
 STEP ?= queue
-GPU_WHEELS := liger-kernel==0.8.5 cut-cross-entropy==25.1.1 sacremoses==0.2.0
+GPU_WHEELS := liger-kernel==0.8.5 cut-cross-entropy==25.1.1 sacremoses==0.2.0 platformdirs==4.14.8
 GPU_DATA := ptb multi30k wikitext-2
 
 gpu:

@@ -185,7 +185,7 @@ def run(
     strategy starts once ``budget_s`` seconds have passed (the ones left are listed)."""
     device = pick_device(device_name)
     known, peak, t0 = shapes(), matmul_peak(device), time.perf_counter()
-    rows, figures, left = [], {}, []
+    rows, figures, left, failed = [], {}, [], []
     for key in shape_keys:
         shape = known[key]
         flops = flops_per_token(shape)
@@ -194,7 +194,12 @@ def run(
                 left.append(f"{shape.label} {name or 'nanoGPT'}")
                 continue
             print(f"[compile] {shape.label} {name or 'nanoGPT reference'}", flush=True)
-            m = measure(name, shape, device, repeats)
+            try:
+                m = measure(name, shape, device, repeats)
+            except Exception as e:  # a compiler error on this torch is a finding, not the end of the table
+                failed.append(f"{shape.label} {name or 'nanoGPT'} ({type(e).__name__}: {str(e).splitlines()[0]})")
+                print(f"[compile] failed: {failed[-1]}", flush=True)
+                continue
             figures[f"compiled_speedup[{key},{name or 'nanogpt'}]"] = m["ratio"]
             rows.append(_row(shape, name or "nanoGPT (reference)", m, flops, peak))
     body = (
@@ -205,6 +210,7 @@ def run(
         f"+ 12 L d T) x tokens/s over the float32 matmul peak measured in the same process ({peak / 1e9:.0f} "
         "GFLOP/s). nanoGPT (reference): bench/nanogpt_ref.py at the same shape, tied, plain loss."
         + (f" Not measured (time budget spent): {', '.join(left)}." if left else "")
+        + (f" Failed (torch {torch.__version__}): {'; '.join(failed)}." if failed else "")
         + "\n\n"
         + md_table(HEADERS, rows)
     )
@@ -222,7 +228,8 @@ def main() -> None:
         torch.set_num_threads(a.threads)
     sec = run(a.device, a.repeats, tuple(a.shapes.split(",")), tuple(a.strategies.split(",")), a.budget_s)
     print(f"\n## {sec.title}\n\n{sec.body}\n")
-    print("median speed-up:", fmt(statistics.median(sec.figures.values())))
+    if sec.figures:
+        print("median speed-up:", fmt(statistics.median(sec.figures.values())))
 
 
 if __name__ == "__main__":

@@ -86,6 +86,9 @@ class Step:
     packs: Callable[[Path], list[Path]] = lambda work: []
     """work dir -> the files (beyond the step's log folder) that go into its pack."""
     budget_s: float = 540.0
+    carry: tuple[str, ...] = (".gpu/wheels",)
+    """what the lent machine's call names in ``carry``: with the tracked tree (about 53 MiB) it must stay
+    under the 64 MiB a call sends, so each step carries only the data its commands read."""
 
 
 def _bench(py: list[str], dry: bool, work: Path, step: str, full: list[str], tiny: list[str]) -> list[list[str]]:
@@ -153,7 +156,12 @@ STEPS: dict[str, Step] = {
         ),
         budget_s=480.0,
     ),
-    "tests": Step("tests", "the CUDA tests (tests/test_cuda.py, the fused-loss anchor's tests)", _tests),
+    "tests": Step(
+        "tests",
+        "the CUDA tests (tests/test_cuda.py, the fused-loss anchor's tests)",
+        _tests,
+        carry=(".gpu/wheels", ".gpu/data/ptb"),
+    ),
     "bench": Step(
         "bench",
         "python -m bench --device cuda: every default section but the fused-loss anchor",
@@ -162,9 +170,19 @@ STEPS: dict[str, Step] = {
             dry,
             work,
             "bench",
-            [*GPU_BENCH, "--only", "peak,loss,hadamard,overhead,hf_gpt2,beam,conv_mt,adaptive"],
+            [*GPU_BENCH, "--only", "peak,loss,hadamard,overhead,hf_gpt2,beam,conv_mt"],
             ["--device", "cpu", "--only", "peak"],
         ),
+        carry=(".gpu/wheels", ".gpu/data/multi30k"),
+    ),
+    "adaptive": Step(
+        "adaptive",
+        "python -m bench --device cuda --only adaptive (its own step: WikiText-2 and Multi30k together would "
+        "pass the 64 MiB a call sends)",
+        lambda py, dry, work: _bench(
+            py, dry, work, "adaptive", [*GPU_BENCH, "--only", "adaptive"], ["--device", "cpu", "--only", "peak"]
+        ),
+        carry=(".gpu/wheels", ".gpu/data/wikitext-2"),
     ),
     "lce": Step(
         "lce",
@@ -196,6 +214,7 @@ STEPS: dict[str, Step] = {
             f"the slice's {s} runs: {SLICE.preset}, seeds 0-{SLICE.seeds - 1}, full budget, on CUDA",
             lambda py, dry, work, s=s: [SLICE.compare(py, [s], dry, work)],
             _slice_runs(s),
+            carry=(".gpu/wheels", ".gpu/data/multi30k"),
         )
         for s in SLICE.strategies
     },
@@ -204,6 +223,7 @@ STEPS: dict[str, Step] = {
         "the slice's report over every strategy's runs (--report-only: trains nothing; runs here after unpack too)",
         lambda py, dry, work: [SLICE.compare(py, list(SLICE.strategies), dry, work, "--report-only")],
         _report_files,
+        carry=(".gpu/wheels", ".gpu/data/multi30k"),
     ),
 }
 
@@ -387,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.action == "steps":
         for name, step in STEPS.items():
-            print(f"{name}: {step.about}")
+            print(f"{name}: {step.about}\n    carry: {', '.join(step.carry)}")
             for cmd in step.commands(["python3"], False, Path(".gpu/work")):
                 print("    " + " ".join(cmd))
         return 0

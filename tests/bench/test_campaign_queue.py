@@ -44,3 +44,28 @@ def test_the_first_step_is_one_command_within_eight_minutes_and_names_what_it_me
     assert sorted(strategies + others) == sorted(sharing.names())  # every strategy, once
     (dry,) = step.commands(["python3"], True, Path("w"))
     assert dry[dry.index("--device") + 1] == "cpu"
+
+
+def test_every_step_carries_its_data_within_the_64_mib_a_lent_machine_receives():
+    """The lent machine receives the tracked tree plus the carried paths, at most 64 MiB: on 2026-11-27
+    the documented carry of every dataset (.gpu/data, 12 MiB) with the wheels was refused. Each step
+    carries only the data its commands read, sized here from ../shared/data (what `make gpu-data` copies)."""
+    import subprocess
+
+    from embtie.data.files import data_root
+
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    tree = sum((ROOT / f).stat().st_size for f in tracked.decode().split("\0") if f and (ROOT / f).is_file())
+    wheels = 2 * 2**20  # the four pinned wheels of `make gpu-wheels` are 1.8 MiB
+
+    def size(path: str) -> int:
+        if path == ".gpu/wheels":
+            return wheels
+        folder = data_root() / path.removeprefix(".gpu/data/")
+        return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+    data = {path for step in gpu_campaign.STEPS.values() for path in step.carry if path.startswith(".gpu/data/")}
+    assert data == {".gpu/data/ptb", ".gpu/data/multi30k", ".gpu/data/wikitext-2"}
+    assert tree + sum(size(p) for p in data) + wheels > 64 * 2**20  # all at once would be refused
+    for name, step in gpu_campaign.STEPS.items():
+        assert tree + sum(size(p) for p in step.carry) < 63 * 2**20, name  # 1 MiB spare for untracked files

@@ -120,7 +120,7 @@ def test_the_gpu_commands_name_real_sections_and_valid_configs(tmp_path):
     from embtie import cli, comparison
     from embtie.commands import compare
 
-    for name in ("bench", "lce"):
+    for name in ("bench", "adaptive", "lce"):
         cmd = gpu_campaign.STEPS[name].commands(["python3"], False, tmp_path)[0]
         assert set(cmd[cmd.index("--only") + 1].split(",")) <= set(SECTIONS)
     for name in [*(f"mt-{s}" for s in gpu_campaign.SLICE.strategies), "report"]:

@@ -111,3 +111,16 @@ def test_cuda_libraries_are_optional():
     s, _, _ = lce_anchor._setup(case, torch.device("cpu"))
     with pytest.raises(ValueError, match="pip install"):
         lce_anchor.loss_fn(missing[0], case, s, torch.device("cpu"))
+
+
+def test_cut_cross_entropy_is_compared_only_in_bf16(monkeypatch):
+    """Seen on an H200 (results/campaign-gpu/first, 2026-11-27): CCE's backward asserts bf16/fp16 inputs,
+    so an fp32 case lists it as skipped with the reason, and a bf16 case compares it."""
+    real, extras = importlib.util.find_spec, set(lce_anchor.CUDA_EXTRAS.values())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name in extras else real(name, *a))
+    cuda = torch.device("cuda")  # available() reads only the device type: no GPU needed
+    fp32, bf16 = lce_anchor.Case(8, 16, 4), lce_anchor.Case(8, 16, 4, "bf16")
+    methods, notes = lce_anchor.available(fp32, cuda)
+    assert "liger" in methods and "cce" not in methods
+    assert "cce skipped at fp32: Cut Cross-Entropy's backward needs bf16 or fp16 inputs" in notes
+    assert {"liger", "cce"} <= set(lce_anchor.available(bf16, cuda)[0])

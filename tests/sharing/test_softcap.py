@@ -94,3 +94,25 @@ def test_the_memory_lean_loss_matches_the_plain_loss_with_a_sigmoid_cap(impl):
 def test_bad_sigmoid_cap_options_are_one_line(options, message):
     with pytest.raises(ConfigError, match=message):
         sharing.build("tied", vocab_size=V, dim=D, **options)
+
+
+def test_head_and_softcap_defaults_are_plain_values_that_dynamo_can_wrap():
+    """torch 2.11's Dynamo (the GPU machine's, 2026-11-27) could not compile a step whose Head had a
+    CapShape instance as a default value ("Unexpected type in sourceless builder"): every default of
+    Head's fields and of apply_softcap is None or a number, and None means the tanh cap."""
+    import dataclasses
+    import inspect
+
+    from embtie.sharing.head import Head
+    from embtie.sharing.softcap import TANH, apply_softcap
+
+    plain = (type(None), int, float, bool, str)
+    for f in dataclasses.fields(Head):
+        if f.default is not dataclasses.MISSING:
+            assert isinstance(f.default, plain), f.name
+    for p in inspect.signature(apply_softcap).parameters.values():
+        if p.default is not inspect.Parameter.empty:
+            assert isinstance(p.default, plain), p.name
+    z = torch.linspace(-90, 90, 7)
+    assert Head(weight=torch.zeros(2, 2)).cap_form is TANH
+    torch.testing.assert_close(apply_softcap(z, 30.0), 30.0 * torch.tanh(z / 30.0))

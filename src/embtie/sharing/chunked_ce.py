@@ -139,7 +139,7 @@ def chunked_cross_entropy(
         norm_power=None if structured is not None else head.norm_power,
         sync_free=SYNC_FREE,
         z_loss=head.z_loss,
-        cap_shape=head.cap_shape,
+        cap_shape=head.cap_form,
     )
     grad = torch.is_grad_enabled()
     needs = (

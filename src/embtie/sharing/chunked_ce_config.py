@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from embtie.sharing.head import StructuredWeight, accumulation_dtype
-from embtie.sharing.softcap import TANH, CapShape
+from embtie.sharing.softcap import CapShape
 
 CHUNK_ELEMENTS = 1 << 24
 """Default chunk budget in logits on the CPU: chunk = max(16, CHUNK_ELEMENTS // V) tokens (64 MiB of
@@ -41,10 +41,10 @@ class _Config:
     compute_dtype: torch.dtype
     device_type: str
     structured: StructuredWeight | None
+    cap_shape: CapShape  # the soft-cap's form (tanh, or sigmoid with scale and shift); no default (Dynamo)
     norm_power: float | None = None
     sync_free: bool | None = None  # embtie.sharing.chunked_ce.SYNC_FREE when the call began
     z_loss: float = 0.0  # lambda of the z-loss lambda * log^2 Z per kept token (PaLM)
-    cap_shape: CapShape = TANH  # the soft-cap's form (tanh, or sigmoid with scale and shift)
 
     @property
     def acc_dtype(self) -> torch.dtype:

@@ -58,8 +58,9 @@ class Head:
     """scalar logit scale (a 0-d tensor when learned), or None."""
     softcap: float | None = None
     """c, the height of the cap (c * tanh(z / c) by default), or None."""
-    cap_shape: CapShape = TANH
-    """the cap's form: tanh, or sigmoid with its scale and shift (``embtie.sharing.softcap``)."""
+    cap_shape: CapShape | None = None
+    """the cap's form: tanh (None), or sigmoid with its scale and shift (``embtie.sharing.softcap``). None
+    rather than a CapShape default: torch 2.11's Dynamo cannot wrap a user object as a default value."""
     structured: StructuredWeight | None = None
     """A fast stand-in for ``weight`` (a fixed buffer; no row_scale), e.g. hadamard's Walsh-Hadamard
     transform; when set, logits are computed as structured(s * x) + b instead of the matmul."""
@@ -69,6 +70,11 @@ class Head:
     the hidden side (``embtie.sharing.factorized.fold_factor``) and never forms the (V, d_t) product."""
     z_loss: float = 0.0
     """lambda of the z-loss lambda * log^2 Z per token (PaLM), added to the cross-entropy by the losses."""
+
+    @property
+    def cap_form(self) -> CapShape:
+        """The cap's shape, tanh when ``cap_shape`` is None."""
+        return TANH if self.cap_shape is None else self.cap_shape
 
     @property
     def vocab_size(self) -> int:
@@ -120,9 +126,9 @@ class Head:
             z = self.structured(x if self.scale is None else x * self.scale)
             if self.bias is not None:
                 z = z + self.bias
-            return apply_softcap(z, self.softcap, self.cap_shape)
+            return apply_softcap(z, self.softcap, self.cap_form)
         z = F.linear(x, self.effective_weight(), self.full_bias())
-        return apply_softcap(z, self.softcap, self.cap_shape)
+        return apply_softcap(z, self.softcap, self.cap_form)
 
 
 def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:

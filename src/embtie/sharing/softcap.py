@@ -67,8 +67,8 @@ TANH = CapShape()
 """the default shape: Gemma 2's tanh cap."""
 
 
-def apply_softcap(z: Tensor, cap: float | None, shape: CapShape = TANH) -> Tensor:
-    """The capped logits (``shape``: tanh by default); identity when cap is None."""
+def apply_softcap(z: Tensor, cap: float | None, shape: CapShape | None = None) -> Tensor:
+    """The capped logits (``shape``: tanh when None); identity when cap is None."""
     if cap is None:
         return z
-    return shape.apply(z, cap)
+    return (TANH if shape is None else shape).apply(z, cap)
