@@ -106,3 +106,23 @@ def test_compare_end_to_end(tmp_path, capsys):
     mtimes = {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")}
     assert cli.main([*argv, "--no-progress", *TINY]) == 0
     assert {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")} == mtimes
+
+
+def test_finished_runs_made_on_another_device_or_thread_count_are_reused(tmp_path):
+    """A comparison continued elsewhere (issue 38: Press & Wolf's CPU runs, then `train.device=cuda`) keeps the
+    runs that finished: train.device and train.threads say where a run trained, not what it is. An unfinished
+    run started elsewhere gets one line naming where to finish it; any other difference still refuses."""
+    spec = comparison.CompareSpec("ptb-gpt-tiny", ["tied"], 1, TINY, tmp_path)
+    (planned,) = comparison.plan(spec, folders=False)
+    planned.run_dir.mkdir(parents=True)
+    elsewhere = planned.cfg.replace({"train.device": "cuda", "train.threads": 4})
+    (planned.run_dir / "config.yaml").write_text(elsewhere.to_yaml(), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unfinished run started with train.device=cuda .*finish it there"):
+        comparison.plan(spec)
+    (planned.run_dir / "summary.json").write_text(json.dumps({"finished": True}), encoding="utf-8")
+    (reused,) = comparison.plan(spec)
+    assert reused.trained and reused.cfg.train.device == planned.cfg.train.device  # the asked config, for the rest
+    other = elsewhere.replace({"train.warmup_steps": 1})
+    (planned.run_dir / "config.yaml").write_text(other.to_yaml(), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"train\.warmup_steps is 1 there, 0 here"):
+        comparison.plan(spec)

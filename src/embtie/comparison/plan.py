@@ -311,6 +311,10 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
     return runs
 
 
+PLACEMENT_KEYS = frozenset({"train.device", "train.threads"})
+"""where a run trains, not what it is: a finished run made on another device or thread count is reused (a
+comparison continued on a GPU keeps the CPU's finished runs; CPU kernels differ between machines anyway)."""
+
 _TELLING_KEYS = ("task", "data.dataset", "model.name", "sharing.name", "seed")
 """config keys named first when a reused run folder differs in several (else the first in key order)."""
 
@@ -330,6 +334,17 @@ def check_reused(r: PlannedRun, spec: CompareSpec) -> None:
     except ConfigError as e:
         raise ConfigError(f"{r.run_dir} cannot be reused by this comparison: {e}") from None
     diff = config_diff(r.cfg.to_dict(), saved.to_dict())
+    placed = [d for d in diff if d.split(":", 1)[0] in PLACEMENT_KEYS]
+    if placed and r.trained:  # a finished run counts wherever it ran (its report names the machine)
+        diff = [d for d in diff if d not in placed]
+    elif placed and len(placed) == len(diff):
+        key, _, values = placed[0].partition(": ")
+        asked, _, found = (v.strip("'") for v in values.partition(" -> "))
+        raise ConfigError(
+            f"{r.run_dir} is an unfinished run started with {key}={found} ({asked} here): finish it there (repeat "
+            f"the command with {key}={found}), or delete that folder to train the run here; finished runs are "
+            "reused on any device"
+        )
     if diff:
         telling = [d for d in diff if d.split(":", 1)[0] in _TELLING_KEYS]  # what a reader recognises first
         key, _, values = (telling or diff)[0].partition(": ")
