@@ -131,3 +131,42 @@ def test_the_gpu_commands_name_real_sections_and_valid_configs(tmp_path):
         runs = comparison.plan(spec)
         assert {r.seed for r in runs} == set(range(gpu_campaign.SLICE.seeds))
         assert all(r.cfg.train.device == "cuda" and r.cfg.train.epochs == 5 for r in runs)
+
+
+def test_the_press_wolf_step_continues_the_papers_design_on_cuda_over_the_finished_cpu_runs(tmp_path):
+    """Issue 38's continuation on a lent GPU: the README's design (seeds 4, at most 6, until decided) on CUDA,
+    with the repository's finished runs copied in first (weights left out) and its unfinished ones left to
+    the GPU (a run resumes exactly only on the device it started on), then packed without weights."""
+    import json as js
+
+    from embtie import cli
+    from embtie.commands import compare
+
+    step = gpu_campaign.STEPS["press-wolf"]
+    assert list(gpu_campaign.STEPS).index("press-wolf") == 1  # right after `first`: a decision before benchmarks
+    cmd = step.commands(["python3"], False, tmp_path)[-1]
+    args, extra = cli.build_parser().parse_known_args(cmd[cmd.index("compare") :])
+    args.args.extend(extra)
+    spec, _ = compare._spec(args)
+    assert spec.preset == "ptb-lstm-small" and spec.strategies == ["tied", "untied", "tied-proj"]
+    assert spec.design is not None and (spec.design.first, spec.design.max_seeds) == (4, 6)
+    assert "train.device=cuda" in cmd and not any(o.startswith(("model.", "train.epochs", "data.")) for o in cmd)
+
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for rel, finished in (("tied/seed0", True), ("untied/seed0", True), ("tied-proj/seed0", False)):
+        run = src / "runs" / rel
+        (run / "checkpoints").mkdir(parents=True)
+        (run / "checkpoints" / "step1.pt").write_bytes(b"w")
+        (run / "metrics.jsonl").write_text("{}\n")
+        (run / "summary.json").write_text(js.dumps({"finished": finished}))
+    gpu_campaign.copy_finished(str(src), str(dst))
+    copied = sorted(str(p.relative_to(dst)) for p in dst.rglob("*") if p.is_file())
+    files = ("metrics.jsonl", "summary.json")
+    assert copied == [f"runs/{r}/{f}" for r in ("tied/seed0", "untied/seed0") for f in files]
+    (dst / "runs" / "tied" / "seed0" / "checkpoints").mkdir()
+    (dst / "runs" / "tied" / "seed0" / "checkpoints" / "x.pt").write_bytes(b"w")
+    work = tmp_path / "work"
+    (work / gpu_campaign.PRESS_WOLF.out).parent.mkdir(parents=True)
+    dst.rename(work / gpu_campaign.PRESS_WOLF.out)
+    packed = [str(p.relative_to(work)) for p in step.packs(work)]
+    assert packed and not any("checkpoints" in p for p in packed)
