@@ -18,7 +18,6 @@ from embtie.analysis.param_counts import count_parameters
 from embtie.config import RunConfig
 from embtie.errors import ConfigError
 from embtie.models import gpt, transformer_mt
-from embtie.models.hf_causal_lm import HFCausalLM
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.sharing.base import SharingStrategy, strategy_of
 from embtie.tasks import Task
@@ -118,10 +117,13 @@ def _model_tables(model: nn.Module, strategy: SharingStrategy) -> int:
 
 
 def _attention(model: nn.Module, dim: int) -> tuple[int, int]:
-    """(scaled dot-product attention modules, the width they run at): embtie's own attention modules at the
-    model's width d, or what a Hugging Face model's config declares (its modules are transformers' own)."""
-    if isinstance(model, HFCausalLM):
-        return model.attention_shape()
+    """(scaled dot-product attention modules, the width they run at): what the model declares when it has
+    ``attention_shape()`` (a model whose attention modules are not embtie's, e.g. a Hugging Face body, whose
+    config says), else embtie's own attention modules counted at the model's width d."""
+    declared = getattr(model, "attention_shape", None)
+    if callable(declared):
+        layers, width = declared()
+        return int(layers), int(width)
     return sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()), dim
 
 
