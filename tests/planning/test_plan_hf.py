@@ -51,3 +51,49 @@ def test_plan_prints_an_hf_gpt2s_attention_term(capsys):
     assert (s["params"]["attention_layers"], s["params"]["attention_dim"]) == (4, 128)
     assert cli.main(argv) == 0
     assert f"= 6 x {s['params']['matmul']:,} + 12 x 4 x 128 x 64.0;" in capsys.readouterr().out
+
+
+def _windowed(folder: Path, model_type: str, window: int, **extra: object) -> Path:
+    path = folder / f"{model_type}.json"
+    config = {"model_type": model_type, "hidden_size": D, "intermediate_size": FF, "num_hidden_layers": 4,
+              "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM,
+              "max_position_embeddings": 128, "sliding_window": window, **extra}  # fmt: skip
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize(
+    "model_type, extra, windowed",
+    [
+        ("mistral", {}, 4),  # Mistral windows every layer
+        ("gemma2", {}, 2),  # Gemma 2 alternates sliding and full layers (layer_types)
+        ("qwen2", {"use_sliding_window": True, "max_window_layers": 1}, 3),  # layers from the 2nd are windowed
+        ("qwen2", {"use_sliding_window": False}, 0),  # a window set but not used: every layer full
+    ],
+)
+def test_a_sliding_window_counts_min_t_w_keys_in_the_windowed_layers(tmp_path, capsys, model_type, extra, windowed):
+    """T = bptt = 64 and W = 16: a windowed layer attends 16 keys a query, a full one 64, so the attention
+    term is 12 d_attn (k 16 + (4 - k) 64) for k windowed layers, in the estimate and the formula line."""
+    hf = _windowed(tmp_path, model_type, 16, **extra)
+    over = [
+        f"model.hf={hf}",
+        "train.max_steps=10",
+        *(["sharing.options.embed_scale=sqrt_d"] * (model_type == "gemma2")),
+    ]
+    cfg = load_config("ptb-hf-gpt2-tiny", over)
+    task = tasks.get(cfg.task)(cfg)
+    shape = model_shape.measure(cfg, task)
+    attended = windowed * 16 + (4 - windowed) * 64
+    assert shape.attended(64) == attended and shape.attention_layers == 4
+    attn = 12 * HEADS * HEAD_DIM * attended
+    assert estimate.flops_per_token(shape, 64) == 6 * shape.matmul_params + attn
+    assert estimate.flops_per_token(shape, 8) == 6 * shape.matmul_params + 12 * HEADS * HEAD_DIM * 4 * 8  # T < W
+    assert cli.main(["plan", "ptb-hf-gpt2-tiny", *over, "--hardware", "cpu:2"]) == 0
+    out = capsys.readouterr().out
+    if windowed:
+        assert (
+            f"+ 12 x {HEADS * HEAD_DIM} x {attended:,.1f} ({windowed} of 4 layers attend through a sliding window "
+            "W = 16" in out
+        )
+    else:
+        assert f"+ 12 x 4 x {HEADS * HEAD_DIM} x 64.0;" in out

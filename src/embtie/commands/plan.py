@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from embtie.ladder.costing import RungCost
     from embtie.planning.grid import GridPlan
     from embtie.planning.hardware import Hardware
+    from embtie.planning.model_shape import ModelShape
 
 HELP = "estimate parameters, FLOPs per token, memory, tokens/s and wall time of a preset or grid on some hardware"
 DESCRIPTION = (
@@ -190,9 +191,7 @@ def render(plan: GridPlan) -> str:
         f"- run: {first.budget.steps:,} steps x {first.budget.tokens_per_step:,.0f} target tokens = "
         f"{first.budget.tokens:,.0f} tokens; V = {first.shape.vocab_size:,}, d = {first.shape.dim}, "
         f"T = {first.budget.context:.1f} (mean training sequence)",
-        f"- FLOPs/token = 6 N + 12 L_attn d_attn T = 6 x {first.shape.matmul_params:,} + 12 x "
-        f"{first.shape.attention_layers} x {first.shape.attention_dim} x {first.budget.context:.1f}; N = learned "
-        f"+ fixed weights less lookup-only tables ({first.shape.lookup:,}); d_attn = heads x head dim",
+        _flops_line(first.shape, first.budget.context),
         f"- memory/device = weights {_gib(mem.weights)} + gradients {_gib(mem.gradients)} + optimizer "
         f"{_gib(mem.optimizer)} + activations {_gib(mem.activations)} (fp32 weights and AdamW state; activations "
         f"{estimate.ACTIVATION_VALUES_PER_WEIGHT:.2f} values per token per body weight / d, flash attention, one "
@@ -353,3 +352,17 @@ def render_ladder(costs: list[RungCost], hw: Hardware, gpu: Hardware, within_h: 
             "tokens/s per rung: " + costs[0].arms[0].strategies[0].throughput.source,
         ]
     )
+
+
+def _flops_line(shape: ModelShape, context: float) -> str:
+    """The FLOPs formula with the first strategy's numbers; with sliding windows, the attention term sums
+    min(T, W) over the layers (``ModelShape.attended``)."""
+    tail = f"; N = learned + fixed weights less lookup-only tables ({shape.lookup:,}); d_attn = heads x head dim"
+    windows = [w for w in shape.attention_windows if w is not None]
+    if not windows:
+        return (f"- FLOPs/token = 6 N + 12 L_attn d_attn T = 6 x {shape.matmul_params:,} + 12 x "
+                f"{shape.attention_layers} x {shape.attention_dim} x {context:.1f}" + tail)  # fmt: skip
+    sizes = ", ".join(f"{w:,}" for w in sorted(set(windows)))
+    return (f"- FLOPs/token = 6 N + 12 d_attn sum over layers of min(T, W) = 6 x {shape.matmul_params:,} + 12 x "
+            f"{shape.attention_dim} x {shape.attended(context):,.1f} ({len(windows)} of {shape.attention_layers} "
+            f"layers attend through a sliding window W = {sizes}; T = {context:.1f})" + tail)  # fmt: skip

@@ -124,6 +124,9 @@ class Shape:
     attention_dim: int = 0
     """the width QK^T and AV are computed at: heads x head dim (num_attention_heads x head_dim, head_dim
     hidden_size / heads where the config gives none); hidden_size for most families, not for Qwen3 or Gemma."""
+    attention_windows: tuple[int | None, ...] = ()
+    """per attention layer, the most keys a query sees (sliding-window attention: Mistral's every layer,
+    Gemma 2/3's and windowed Qwen2's "sliding_attention" layers) or None (full causal); () when all are full."""
 
 
 @lru_cache(maxsize=32)
@@ -141,4 +144,19 @@ def shape_of(spec: str) -> Shape:
         Path(spec).expanduser().is_dir(),
         attention_layers=int(text.num_hidden_layers),
         attention_dim=heads * int(head_dim),
+        attention_windows=_windows(text),
     )
+
+
+def _windows(text: Any) -> tuple[int | None, ...]:
+    """The sliding windows of a transformers text config, per layer (``Shape.attention_windows``): its
+    ``layer_types`` name the windowed layers ("sliding_attention") where it has them; without them a set
+    ``sliding_window`` (Mistral) windows every layer."""
+    window = getattr(text, "sliding_window", None)  # foreign: a transformers config
+    if not isinstance(window, int) or window <= 0:
+        return ()
+    types = getattr(text, "layer_types", None)
+    if types is None:
+        return (window,) * int(text.num_hidden_layers)
+    windows = tuple(window if t == "sliding_attention" else None for t in types)
+    return windows if any(w is not None for w in windows) else ()

@@ -101,12 +101,12 @@ class HFCausalLM(LanguageModel):
         ``embtie.hf.export`` writes stock weights from it)."""
         cast(Any, self.body).save_pretrained(folder)
 
-    def attention_shape(self) -> tuple[int, int]:
-        """(dot-product attention modules, the width QK^T and AV run at) as the transformers config declares
-        them (``embtie.hf.sources.Shape``): ``embtie plan``'s attention term, whose modules are transformers'
-        and so unknown to embtie's planner."""
+    def attention_shape(self) -> tuple[int, int, tuple[int | None, ...]]:
+        """(dot-product attention modules, the width QK^T and AV run at, each layer's sliding window or None)
+        as the transformers config declares them (``embtie.hf.sources.Shape``): ``embtie plan``'s attention
+        term, whose modules are transformers' and so unknown to embtie's planner."""
         shape = _shape(self.config.hf)
-        return shape.attention_layers, shape.attention_dim
+        return shape.attention_layers, shape.attention_dim, shape.attention_windows
 
     def fsdp_units(self) -> list[nn.Module]:
         """The transformer layers (``train.parallel=fsdp``)."""

@@ -62,8 +62,9 @@ def budget(cfg: RunConfig, task: Task) -> RunBudget:
 
 
 def flops_per_token(shape: ModelShape, context: float) -> float:
-    """6 N + 12 L_attn d_attn T (training: forward and backward)."""
-    return 6 * shape.matmul_params + 12 * shape.attention_layers * shape.attention_dim * context
+    """6 N + 12 L_attn d_attn T (training: forward and backward); a layer with a sliding window W counts
+    min(T, W) keys instead of T (``ModelShape.attended``)."""
+    return 6 * shape.matmul_params + 12 * shape.attention_dim * shape.attended(context)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,15 @@ class ModelShape:
     """the body's learned weights: the model's own, neither the strategy's nor a lookup table of the model's
     (learned positions, a separate encoder embedding) -- Kaplan et al.'s non-embedding N, the size a ladder's
     token budget is set from (``embtie.ladder``)."""
+    attention_windows: tuple[int | None, ...] = ()
+    """per attention module, its sliding window (the most keys a query sees) or None; () when all are full."""
+
+    def attended(self, context: float) -> float:
+        """Keys attended per query summed over the attention modules, at sequence length T = ``context``:
+        L T for full attention, min(T, W) for a layer with a window W."""
+        if not self.attention_windows:
+            return self.attention_layers * context
+        return sum(context if w is None else min(context, float(w)) for w in self.attention_windows)
 
     @property
     def matmul_params(self) -> int:
@@ -116,15 +125,15 @@ def _model_tables(model: nn.Module, strategy: SharingStrategy) -> int:
     return sum(w.numel() for k, w in tables.items() if k not in own and w.requires_grad)
 
 
-def _attention(model: nn.Module, dim: int) -> tuple[int, int]:
-    """(scaled dot-product attention modules, the width they run at): what the model declares when it has
-    ``attention_shape()`` (a model whose attention modules are not embtie's, e.g. a Hugging Face body, whose
-    config says), else embtie's own attention modules counted at the model's width d."""
+def _attention(model: nn.Module, dim: int) -> tuple[int, int, tuple[int | None, ...]]:
+    """(scaled dot-product attention modules, the width they run at, their sliding windows): what the model
+    declares when it has ``attention_shape()`` (a model whose attention modules are not embtie's, e.g. a
+    Hugging Face body, whose config says), else embtie's own attention modules at the model's width d, full."""
     declared = getattr(model, "attention_shape", None)
     if callable(declared):
-        layers, width = declared()
-        return int(layers), int(width)
-    return sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()), dim
+        layers, width, windows = declared()
+        return int(layers), int(width), tuple(windows)
+    return sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()), dim, ()
 
 
 def measure(cfg: RunConfig, task: Task) -> ModelShape:
@@ -132,7 +141,7 @@ def measure(cfg: RunConfig, task: Task) -> ModelShape:
     model = _build_on_meta(cfg, task)
     strategy = strategy_of(model)
     counts = count_parameters(model, strategy)
-    attention_layers, attention_dim = _attention(model, cfg.model.embedding_dim)
+    attention_layers, attention_dim, windows = _attention(model, cfg.model.embedding_dim)
     return ModelShape(
         vocab_size=task.output_vocab_size(),
         dim=cfg.model.embedding_dim,
@@ -142,5 +151,6 @@ def measure(cfg: RunConfig, task: Task) -> ModelShape:
         lookup=_lookup_elements(model, strategy),
         attention_layers=attention_layers,
         attention_dim=attention_dim,
+        attention_windows=windows,
         body=counts.learned - counts.sharing_learned - _model_tables(model, strategy),
     )
