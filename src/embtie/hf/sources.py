@@ -155,7 +155,7 @@ def _windows(text: Any) -> tuple[int | None, ...]:
     window = getattr(text, "sliding_window", None)  # foreign: a transformers config
     if not isinstance(window, int) or window <= 0:
         return ()
-    types = getattr(text, "layer_types", None)
+    types = getattr(text, "layer_types", None)  # foreign: a transformers config
     if types is None:
         return (window,) * int(text.num_hidden_layers)
     windows = tuple(window if t == "sliding_attention" else None for t in types)

@@ -31,3 +31,9 @@ class ModelConfig(Declared):
     def max_len(self) -> int | None:
         """Longest token sequence the model reads at once; None: no limit."""
         return None
+
+    def declared_attention(self) -> tuple[int, int, tuple[int | None, ...]] | None:
+        """(dot-product attention modules, the width QK^T and AV run at, each one's sliding window or None) for a
+        model whose attention modules are not embtie's (a Hugging Face body: its config says); None, the
+        default: ``embtie plan`` counts embtie's own attention modules, full, at the model's width."""
+        return None

@@ -62,6 +62,12 @@ class HFConfig(ModelConfig):
     def check(self) -> None:
         _shape(self.hf)  # a missing file, bad JSON or unknown family is a one-line error now, not at build
 
+    def declared_attention(self) -> tuple[int, int, tuple[int | None, ...]]:
+        """As the transformers config declares it (``embtie.hf.sources.Shape``): one module per hidden layer
+        at heads x head dim, with its sliding windows; transformers' modules are unknown to embtie's planner."""
+        shape = _shape(self.hf)
+        return shape.attention_layers, shape.attention_dim, shape.attention_windows
+
 
 def _shape(spec: str) -> Any:
     from embtie.hf.sources import shape_of
@@ -100,13 +106,6 @@ class HFCausalLM(LanguageModel):
         """Save the transformers model into ``folder`` (patched: ``embtie.hf.load`` reads it back and
         ``embtie.hf.export`` writes stock weights from it)."""
         cast(Any, self.body).save_pretrained(folder)
-
-    def attention_shape(self) -> tuple[int, int, tuple[int | None, ...]]:
-        """(dot-product attention modules, the width QK^T and AV run at, each layer's sliding window or None)
-        as the transformers config declares them (``embtie.hf.sources.Shape``): ``embtie plan``'s attention
-        term, whose modules are transformers' and so unknown to embtie's planner."""
-        shape = _shape(self.config.hf)
-        return shape.attention_layers, shape.attention_dim, shape.attention_windows
 
     def fsdp_units(self) -> list[nn.Module]:
         """The transformer layers (``train.parallel=fsdp``)."""

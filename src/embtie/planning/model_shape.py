@@ -18,6 +18,7 @@ from embtie.analysis.param_counts import count_parameters
 from embtie.config import RunConfig
 from embtie.errors import ConfigError
 from embtie.models import gpt, transformer_mt
+from embtie.models.base import ModelConfig
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.sharing.base import SharingStrategy, strategy_of
 from embtie.tasks import Task
@@ -125,15 +126,14 @@ def _model_tables(model: nn.Module, strategy: SharingStrategy) -> int:
     return sum(w.numel() for k, w in tables.items() if k not in own and w.requires_grad)
 
 
-def _attention(model: nn.Module, dim: int) -> tuple[int, int, tuple[int | None, ...]]:
-    """(scaled dot-product attention modules, the width they run at, their sliding windows): what the model
-    declares when it has ``attention_shape()`` (a model whose attention modules are not embtie's, e.g. a
-    Hugging Face body, whose config says), else embtie's own attention modules at the model's width d, full."""
-    declared = getattr(model, "attention_shape", None)
-    if callable(declared):
-        layers, width, windows = declared()
-        return int(layers), int(width), tuple(windows)
-    return sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()), dim, ()
+def _attention(model: nn.Module, config: ModelConfig) -> tuple[int, int, tuple[int | None, ...]]:
+    """(scaled dot-product attention modules, the width they run at, their sliding windows): what the model's
+    config declares (``ModelConfig.declared_attention``: a Hugging Face body's config), else embtie's own
+    attention modules at the model's width d, full."""
+    declared = config.declared_attention()
+    if declared is not None:
+        return declared
+    return sum(isinstance(m, DOT_PRODUCT_ATTENTION) for m in model.modules()), config.embedding_dim, ()
 
 
 def measure(cfg: RunConfig, task: Task) -> ModelShape:
@@ -141,7 +141,7 @@ def measure(cfg: RunConfig, task: Task) -> ModelShape:
     model = _build_on_meta(cfg, task)
     strategy = strategy_of(model)
     counts = count_parameters(model, strategy)
-    attention_layers, attention_dim, windows = _attention(model, cfg.model.embedding_dim)
+    attention_layers, attention_dim, windows = _attention(model, cfg.model)
     return ModelShape(
         vocab_size=task.output_vocab_size(),
         dim=cfg.model.embedding_dim,
