@@ -151,3 +151,15 @@ def test_configs_hf_seq2seq_cannot_train_are_refused(tmp_path):
         load_config(PRESET, ["data.max_len=300"])
     with pytest.raises(ConfigError, match=r"marian is an encoder-decoder.*model\.name=hf-seq2seq"):
         load_config("ptb-hf-gpt2-tiny", ["model.hf=marian-tiny"])
+
+
+def test_an_embedding_scale_the_model_does_not_apply_is_one_line_and_no_run_folder(tmp_path, capsys):
+    """marian-tiny scales its embeddings by sqrt(128) (scale_embedding): a sharing object without that scale is
+    refused when the model is built, before anything is written."""
+    out = tmp_path / "run"
+    argv = ["train", PRESET, "sharing.options.embed_scale=1", "data.train_pairs=600", "data.vocab_size=200"]
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "scales its embeddings by 11.3137" in err[0]
+    assert "set sharing.options.embed_scale='sqrt_d'" in err[0]
+    assert not out.exists()
