@@ -31,3 +31,12 @@ def test_hf_compare_command_prints_one_line(no_transformers, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("embtie hf-compare: error:") and "pip install 'embtie[hf]'" in err
     assert len(err.splitlines()) == 1
+
+
+def test_an_hf_seq2seq_run_prints_one_line(no_transformers, tmp_path, capsys):
+    """model.name=hf-seq2seq reads its transformers config when the config is checked: one line names the extra."""
+    out = tmp_path / "out"
+    assert cli.main(["train", "multi30k-hf-marian-tiny", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "pip install 'embtie[hf]'" in err and len(err.splitlines()) == 1
+    assert not out.exists()

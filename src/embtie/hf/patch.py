@@ -245,7 +245,8 @@ def _take_logits_bias(
     if name is None:
         return None, None
     logits_bias = getattr(model, name)
-    if not bool(logits_bias.detach().ne(0).any()):
+    # a model on the meta device (embtie plan) has no values: its bias reads as zero, as a fresh model's is
+    if logits_bias.is_meta or not bool(logits_bias.detach().ne(0).any()):
         return logits_bias, None
     if copy_weights:
         if "bias" not in opts:

@@ -90,8 +90,8 @@ def model_config(raw: dict[str, Any], vocab_size: int, eos_id: int | None = None
         raise ConfigError(f"bad model config for {raw['model_type']!r}: {e}") from None
     if config.is_encoder_decoder:
         raise ConfigError(
-            f"the lm task trains causal language models; {raw['model_type']} is an encoder-decoder "
-            "(use embtie.hf.apply on it in your own translation script)"
+            f"the lm task trains causal language models; {raw['model_type']} is an encoder-decoder: train it with "
+            "model.name=hf-seq2seq on the translation task (preset multi30k-hf-marian-tiny)"
         )
     if raw["model_type"] not in FAMILIES:
         raise ConfigError(

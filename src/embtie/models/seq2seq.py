@@ -19,7 +19,7 @@ with defaults that a model overrides.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -79,6 +79,15 @@ class Seq2Seq(nn.Module):
     source_state_keys: tuple[str, ...] = ()
     """Decoding-state entries that depend only on the source sentence (e.g. the encoder memory):
     beam search leaves them alone while every row keeps decoding its own sentence."""
+
+    one_table: ClassVar[bool] = False
+    """True: the model embeds source and target with the decoder's sharing object and nothing else (three-way
+    tying is built into it, as in a Hugging Face Marian); the translation task then needs ``data.vocab=joint``
+    and ``data.share_encoder_embedding=true``."""
+
+    reads_sharing_options: ClassVar[bool] = False
+    """True: the constructor also takes ``sharing_options``, the options the sharing object was built with (a
+    Hugging Face body records them)."""
 
     sharing: SharingStrategy
     src_embed: SourceEmbedding

@@ -20,8 +20,9 @@ from embtie.data.pair_batches import PairBatch
 from embtie.data.parallel_corpora import ParallelText
 from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
-from embtie.errors import DataError
+from embtie.errors import ConfigError, DataError
 from embtie.evaluation.bleu import corpus_scores
+from embtie.models.registry import model_class
 from embtie.models.seq2seq import PlainEmbedding, Seq2Seq
 from embtie.sharing.base import SharingStrategy
 from embtie.tasks.base import StepLoss, Task, TrainingText
@@ -53,6 +54,25 @@ class TranslationTask(Task[Seq2Seq], Translates[Seq2Seq]):
     def check_data(cls, cfg: RunConfig) -> None:
         inputs.check_data(cfg.data)
 
+    @classmethod
+    def check_config(cls, cfg: RunConfig) -> None:
+        """A model with one token table (``Seq2Seq.one_table``) needs a joint, shared vocabulary; a model with a
+        position limit (``model.max_len``) must embed a training pair's longer side plus EOS (or BOS)."""
+        model = model_class(cfg.model.name)
+        data: MTDataConfig = cfg.data
+        one_table = data.vocab == "joint" and data.share_encoder_embedding
+        if issubclass(model, Seq2Seq) and model.one_table and not one_table:
+            raise ConfigError(
+                f"model {cfg.model.name!r} embeds source and target with one table (three-way tying); set "
+                "data.vocab=joint and data.share_encoder_embedding=true"
+            )
+        max_len = cfg.model.max_len
+        if max_len is not None and data.max_len + 1 > max_len:
+            raise ConfigError(
+                f"data.max_len={data.max_len} + 1 (EOS) > model.max_len={max_len}; lower data.max_len or raise the "
+                "model's positions"
+            )
+
     @property
     def joint(self) -> bool:
         return self.src_sw is self.tgt_sw
@@ -63,12 +83,16 @@ class TranslationTask(Task[Seq2Seq], Translates[Seq2Seq]):
 
     def model_arguments(self, shared: SharingStrategy) -> dict[str, Any]:
         """The encoder embeds with the decoder's sharing object (three-way tying) when the vocabulary is
-        joint and shared; otherwise with its own table, scaled and initialised as the sharing object's."""
+        joint and shared; otherwise with its own table, scaled and initialised as the sharing object's. A model
+        that records them (``Seq2Seq.reads_sharing_options``: a Hugging Face body) gets the strategy's options."""
+        model = model_class(self.cfg.model.name)
+        extra = {"sharing_options": dict(self.cfg.sharing.options)} if issubclass(model, Seq2Seq) and \
+            model.reads_sharing_options else {}  # fmt: skip
         if self.joint and self.data.share_encoder_embedding:
-            return {"src_embed": None}
+            return {"src_embed": None, **extra}
         dim = self.cfg.model.embedding_dim
         return {"src_embed": PlainEmbedding(len(self.src_sw), dim, embed_scale=shared.embed_scale,
-                                            init_std=shared.init_std)}  # fmt: skip
+                                            init_std=shared.init_std), **extra}  # fmt: skip
 
     # ------------------------------------------------------------------ training data
     @property
