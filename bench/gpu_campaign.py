@@ -77,6 +77,15 @@ class Slice:
 SLICE = Slice()
 
 
+BASE_WHEELS = (".gpu/wheels/sacremoses-0.2.0-py3-none-any.whl", ".gpu/wheels/platformdirs-4.14.8-py3-none-any.whl")
+"""what embtie itself needs there and the machine lacks (the Makefile's GPU_WHEELS pins them)."""
+FUSED_WHEELS = (
+    ".gpu/wheels/liger_kernel-0.8.5-py3-none-any.whl",
+    ".gpu/wheels/cut_cross_entropy-25.1.1-py3-none-any.whl",
+)
+"""the fused losses the `first` and `lce` steps compare with: carried only there (each MiB counts)."""
+
+
 @dataclass(frozen=True)
 class Step:
     name: str
@@ -86,9 +95,10 @@ class Step:
     packs: Callable[[Path], list[Path]] = lambda work: []
     """work dir -> the files (beyond the step's log folder) that go into its pack."""
     budget_s: float = 540.0
-    carry: tuple[str, ...] = (".gpu/wheels",)
-    """what the lent machine's call names in ``carry``: with the tracked tree (about 53 MiB) it must stay
-    under the 64 MiB a call sends, so each step carries only the data its commands read."""
+    carry: tuple[str, ...] = BASE_WHEELS
+    """what the lent machine's call names in ``carry``: with the tracked tree (about 55 MiB, growing with the
+    committed results) it must stay under the 64 MiB a call sends, so each step carries only the wheels and the
+    data its commands read."""
 
 
 def _bench(py: list[str], dry: bool, work: Path, step: str, full: list[str], tiny: list[str]) -> list[list[str]]:
@@ -209,6 +219,7 @@ STEPS: dict[str, Step] = {
             [*TINY_COMPILE, "--only", "compile,lce_anchor", "--tiny"],
         ),
         budget_s=480.0,
+        carry=(*BASE_WHEELS, *FUSED_WHEELS),
     ),
     "press-wolf": Step(
         "press-wolf",
@@ -216,13 +227,13 @@ STEPS: dict[str, Step] = {
         "4 and 6 paired seeds), reusing the runs the CPU finished",
         PRESS_WOLF.commands,
         PRESS_WOLF.files,
-        carry=(".gpu/wheels", ".gpu/data/ptb"),
+        carry=(*BASE_WHEELS, ".gpu/data/ptb"),
     ),
     "tests": Step(
         "tests",
         "the CUDA tests (tests/test_cuda.py, the fused-loss anchor's tests)",
         _tests,
-        carry=(".gpu/wheels", ".gpu/data/ptb"),
+        carry=(*BASE_WHEELS, ".gpu/data/ptb"),
     ),
     "bench": Step(
         "bench",
@@ -235,7 +246,7 @@ STEPS: dict[str, Step] = {
             [*GPU_BENCH, "--only", "peak,loss,hadamard,overhead,hf_gpt2,beam,conv_mt"],
             ["--device", "cpu", "--only", "peak"],
         ),
-        carry=(".gpu/wheels", ".gpu/data/multi30k"),
+        carry=(*BASE_WHEELS, ".gpu/data/multi30k"),
     ),
     "adaptive": Step(
         "adaptive",
@@ -244,7 +255,7 @@ STEPS: dict[str, Step] = {
         lambda py, dry, work: _bench(
             py, dry, work, "adaptive", [*GPU_BENCH, "--only", "adaptive"], ["--device", "cpu", "--only", "peak"]
         ),
-        carry=(".gpu/wheels", ".gpu/data/wikitext-2"),
+        carry=(*BASE_WHEELS, ".gpu/data/wikitext-2"),
     ),
     "lce": Step(
         "lce",
@@ -257,6 +268,7 @@ STEPS: dict[str, Step] = {
             [*GPU_BENCH, "--only", "lce_anchor,loss_large", "--large"],
             ["--device", "cpu", "--only", "lce_anchor", "--tiny"],
         ),
+        carry=(*BASE_WHEELS, *FUSED_WHEELS),
     ),
     "compile-rest": Step(
         "compile-rest",
@@ -276,7 +288,7 @@ STEPS: dict[str, Step] = {
             f"the slice's {s} runs: {SLICE.preset}, seeds 0-{SLICE.seeds - 1}, full budget, on CUDA",
             lambda py, dry, work, s=s: [SLICE.compare(py, [s], dry, work)],
             _slice_runs(s),
-            carry=(".gpu/wheels", ".gpu/data/multi30k"),
+            carry=(*BASE_WHEELS, ".gpu/data/multi30k"),
         )
         for s in SLICE.strategies
     },
@@ -285,7 +297,7 @@ STEPS: dict[str, Step] = {
         "the slice's report over every strategy's runs (--report-only: trains nothing; runs here after unpack too)",
         lambda py, dry, work: [SLICE.compare(py, list(SLICE.strategies), dry, work, "--report-only")],
         _report_files,
-        carry=(".gpu/wheels", ".gpu/data/multi30k"),
+        carry=(*BASE_WHEELS, ".gpu/data/multi30k"),
     ),
 }
 

@@ -404,9 +404,16 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: tuple(_train_loss(f, n, 0, 100) for n in ("fixed-paper", "fixed-lr10"))),
     (FC, "about {:.0f} s of training per run", "shalev-captioning-decisive/fixed-check", lambda f: f.budget_minutes() * 60),
     # Press & Wolf's decision: its design's cost (results/press-wolf-decisive)
-    (R, "is written and not run: about {:.0f} core-hours to the first look", "press-wolf-decisive", lambda f: 12 * _pw_run_hours(folder("press-wolf"))),
-    (P, "a run is about {:.2f} core-hours on a busy Zen 5 core, so the first\nlook (12 runs) is about {:.0f} core-hours", "press-wolf-decisive",
-     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")))),
+    (R, "is running: {} of the 12 runs to its first look have finished (seeds 0–1 of each arm), about {:.1f} core-hours of runs remain", "press-wolf-decisive",
+     lambda f: (_pw_progress()[0], _pw_progress()[4])),
+    (P, "a run was planned at about {:.2f} core-hours on a busy Zen 5 core (the\nfirst look, 12 runs, about {:.0f} core-hours); the {} runs finished by 2026-11-27 (seeds 0–1 of each arm) took {:.2f}\ncore-hours, and about {:.1f} more reach the first look", "press-wolf-decisive",
+     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")), *_pw_progress()[:2], _pw_progress()[4])),
+    (PWD, "**Status (2026-11-27, end of the day): {} of the first look's 12 runs have finished**", "press-wolf", lambda f: _pw_progress()[0]),
+    *[(PWD, "| " + str(seed) + " | {:.2f} | {:.2f} | {:.2f} |", "press-wolf",
+       lambda f, k=seed: tuple(_pw_finished()[(a, k)]["valid_ppl"] for a in ("tied", "untied", "tied-proj"))) for seed in (0, 1)],
+    (PWD, "They took {:.2f} core-hours of training ({:,.0f}–{:,.0f} s a run", "press-wolf", lambda f: _pw_progress()[1:4]),
+    (PWD, "at their mean the {} runs left to the first look take about {:.1f} core-hours, about\n{:.1f} hours on two cores", "press-wolf",
+     lambda f: (12 - _pw_progress()[0], _pw_progress()[4], _pw_progress()[4] / 2)),
     (PWD, "A run is {} optimizer steps of {:.0f} tokens", "press-wolf", lambda f: (f.budget("optimizer steps"), _pw_tokens_per_step())),
     (PWD, "trained {:,.0f} tokens/s, so a run is about {:.2f}\ncore-hours", "press-wolf", lambda f: (_pw_timing()["tokens_per_s"], _pw_run_hours(f))),
     (PWD, "(4 seeds × 3 arms = 12 runs) costs\nabout {:.0f} core-hours, the second (6 more runs) about {:.0f} more", "press-wolf",
@@ -505,6 +512,27 @@ def _pw_tokens_per_step() -> float:
 def _pw_run_hours(f: Folder) -> float:
     """Core-hours of one 13-epoch run of press-wolf's budget at the timing's tokens/s."""
     return float(f.budget("optimizer steps").replace(",", "")) * _pw_tokens_per_step() / _pw_timing()["tokens_per_s"] / 3600
+
+
+def _pw_finished() -> dict[tuple[str, int], dict[str, Any]]:
+    """(strategy, seed) -> summary.json of each finished run of results/press-wolf-decisive (committed without
+    checkpoints while the decision trains)."""
+    import json
+
+    runs = ROOT / "results" / "press-wolf-decisive" / "runs"
+    out = {}
+    for path in sorted(runs.glob("*/seed*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        if summary.get("finished"):
+            out[(path.parent.parent.name, int(path.parent.name.removeprefix("seed")))] = summary
+    return out
+
+
+def _pw_progress() -> tuple[int, float, float, float, float]:
+    """(finished runs, their core-hours of training, fastest and slowest run s, core-hours the first look's
+    other runs take at the finished runs' mean)."""
+    times = [s["train_time_s"] for s in _pw_finished().values()]
+    return len(times), sum(times) / 3600, min(times), max(times), (12 - len(times)) * sum(times) / len(times) / 3600
 
 
 def _core_hours(f: Folder) -> float:
