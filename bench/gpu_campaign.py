@@ -246,7 +246,7 @@ STEPS: dict[str, Step] = {
             [*GPU_BENCH, "--only", "peak,loss,hadamard,overhead,hf_gpt2,beam,conv_mt"],
             ["--device", "cpu", "--only", "peak"],
         ),
-        carry=(*BASE_WHEELS, ".gpu/data/multi30k"),
+        carry=(*BASE_WHEELS, ".gpu/data/multi30k/raw"),
     ),
     "adaptive": Step(
         "adaptive",
@@ -288,7 +288,7 @@ STEPS: dict[str, Step] = {
             f"the slice's {s} runs: {SLICE.preset}, seeds 0-{SLICE.seeds - 1}, full budget, on CUDA",
             lambda py, dry, work, s=s: [SLICE.compare(py, [s], dry, work)],
             _slice_runs(s),
-            carry=(*BASE_WHEELS, ".gpu/data/multi30k"),
+            carry=(*BASE_WHEELS, ".gpu/data/multi30k/raw"),
         )
         for s in SLICE.strategies
     },
@@ -297,7 +297,7 @@ STEPS: dict[str, Step] = {
         "the slice's report over every strategy's runs (--report-only: trains nothing; runs here after unpack too)",
         lambda py, dry, work: [SLICE.compare(py, list(SLICE.strategies), dry, work, "--report-only")],
         _report_files,
-        carry=(*BASE_WHEELS, ".gpu/data/multi30k"),
+        carry=(*BASE_WHEELS, ".gpu/data/multi30k/raw"),
     ),
 }
 
