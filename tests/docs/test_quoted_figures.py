@@ -180,10 +180,13 @@ def trainer_route(f: Folder, init: str) -> tuple[float, float, float, float, flo
 
 FIGURES: list[tuple[str, str, str, Expr]] = [
     # README.md, the claims table
-    (R, "untied against tied: {}", "press-wolf", lambda f: f.said("valid_ppl", "untied")),
-    (R, "tied-proj: {}", "press-wolf", lambda f: f.said("valid_ppl", "tied-proj")),
-    (R, "Procrustes cosine {:.2f} to untied's output vs {:.2f} to its input", "press-wolf",
-     lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")))),
+    (R, "; {} paired seeds, AMD EPYC Zen 5, one thread a run): untied {} validation perplexity", "press-wolf-decisive",
+     lambda f: (f.decision("valid_ppl", "untied").n, f.said("valid_ppl", "untied"))),
+    (R, "first look ({} paired seeds): tied-proj {} (the second look", "press-wolf-decisive",
+     lambda f: (f.decision("valid_ppl", "tied-proj").n, f.said("valid_ppl", "tied-proj"))),
+    (R, "6 seeds: {} more runs, about {:.1f} core-hours)", "press-wolf-decisive", lambda f: (_pw_second_look_runs(f), _pw_second_look_hours(f))),
+    (R, "Procrustes cosine {:.2f} to untied's output vs {:.2f} to its input ({} seeds of the decisive design", "press-wolf-decisive",
+     lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")), len(f.dynamics("tied", "to_output")))),
     (R, "step-0 loss tied {:.2f} vs ln V {:.2f}", "su-convergence", lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"))),
     (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
     (R, "untied: {};", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
@@ -404,16 +407,31 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: tuple(_train_loss(f, n, 0, 100) for n in ("fixed-paper", "fixed-lr10"))),
     (FC, "about {:.0f} s of training per run", "shalev-captioning-decisive/fixed-check", lambda f: f.budget_minutes() * 60),
     # Press & Wolf's decision: its design's cost (results/press-wolf-decisive)
-    (R, "is running: {} of the 12 runs to its first look have finished (seeds 0–1 of each arm), about {:.1f} core-hours of runs remain", "press-wolf-decisive",
-     lambda f: (_pw_progress()[0], _pw_progress()[4])),
-    (P, "a run was planned at about {:.2f} core-hours on a busy Zen 5 core (the\nfirst look, 12 runs, about {:.0f} core-hours); the {} runs finished by 2026-11-27 (seeds 0–1 of each arm) took {:.2f}\ncore-hours, and about {:.1f} more reach the first look", "press-wolf-decisive",
-     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")), *_pw_progress()[:2], _pw_progress()[4])),
-    (PWD, "**Status (2026-11-27, end of the day): {} of the first look's 12 runs have finished**", "press-wolf", lambda f: _pw_progress()[0]),
-    *[(PWD, "| " + str(seed) + " | {:.2f} | {:.2f} | {:.2f} |", "press-wolf",
-       lambda f, k=seed: tuple(_pw_finished()[(a, k)]["valid_ppl"] for a in ("tied", "untied", "tied-proj"))) for seed in (0, 1)],
-    (PWD, "They took {:.2f} core-hours of training ({:,.0f}–{:,.0f} s a run", "press-wolf", lambda f: _pw_progress()[1:4]),
-    (PWD, "at their mean the {} runs left to the first look take about {:.1f} core-hours, about\n{:.1f} hours on two cores", "press-wolf",
-     lambda f: (12 - _pw_progress()[0], _pw_progress()[4], _pw_progress()[4] / 2)),
+    (P, "run was planned at about {:.2f} core-hours on a busy Zen 5 core (the\nfirst look, 12 runs, about {:.0f} core-hours); the {} runs of the first look took {:.2f}\ncore-hours", "press-wolf-decisive",
+     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")), *_pw_progress()[:2])),
+    (P, "\nuntied: {}, final (the paper", "press-wolf-decisive", lambda f: f.said("valid_ppl", "untied")),
+    (P, "\ntied-proj: {} (the paper: -10.2%", "press-wolf-decisive", lambda f: f.said("valid_ppl", "tied-proj")),
+    (P, "seeds 4 and 5: {} more runs, about {:.1f} core-hours) decides", "press-wolf-decisive",
+     lambda f: (_pw_second_look_runs(f), _pw_second_look_hours(f))),
+    (PWD, "vocab.json, the PTB vocabulary every run rebuilds from the training text); {} runs, {:.2f} core-hours of training in all ({:,.0f}–{:,.0f} s a\nrun", "press-wolf-decisive",
+     lambda f: _pw_progress()[:4]),
+    *[(PWD, f"| {arm} | {{:.2f}} ± {{:.2f}} | {{:.2f}} ± {{:.2f}} | {{:+.2f}}% [{{:+.2f}}, {{:+.2f}}] ({{:.4g}}%) | **{{}}** ", "press-wolf-decisive",
+       lambda f, a=arm: (f.mean("tied", "valid_ppl"), f.sd("tied", "valid_ppl"), f.mean(a, "valid_ppl"), f.sd(a, "valid_ppl"),
+                         *_verdict_cells(f.decision("valid_ppl", a))[1:])) for arm in ("untied", "tied-proj")],
+    (PWD, "(paired t-test, Holm, p {:.3f}): final", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "untied").p_difference_holm),
+    (PWD, "(p {:.3f} against the look's 0.025); about {} paired seeds would decide it", "press-wolf-decisive",
+     lambda f: (f.decision("valid_ppl", "tied-proj").p_difference_holm, f.decision("valid_ppl", "tied-proj").seeds_needed)),
+    *[(PWD, "| " + str(seed) + " | {:.2f} | {:.2f} | {:.2f} |", "press-wolf-decisive",
+       lambda f, k=seed: tuple(f.seed(a, k, "valid_ppl") for a in ("tied", "untied", "tied-proj"))) for seed in range(4)],
+    (PWD, "costs {:.2f}% validation perplexity", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "untied").mean),
+    (PWD, "ahead of tied in every seed ({:.1f}% to {:.1f}%)", "press-wolf-decisive",
+     lambda f: (max(_pw_seed_pcts(f)), min(_pw_seed_pcts(f)))),
+    (PWD, "the interval's far end ({:.2f}%)", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "tied-proj").ci[0]),
+    (PWD, "update-dynamics measurement agrees with Press & Wolf in all {} seeds", "press-wolf-decisive", lambda f: len(f.dynamics("tied", "to_output"))),
+    (PWD, "(Procrustes mean row cosine {:.3f} vs {:.3f}", "press-wolf-decisive",
+     lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")))),
+    (PWD, "{} more runs (tied and tied-proj, seeds 4 and 5), about\n{:.1f} core-hours at the first look's mean (about {:.1f} hours on two cores)", "press-wolf-decisive",
+     lambda f: (_pw_second_look_runs(f), _pw_second_look_hours(f), _pw_second_look_hours(f) / 2)),
     (PWD, "A run is {} optimizer steps of {:.0f} tokens", "press-wolf", lambda f: (f.budget("optimizer steps"), _pw_tokens_per_step())),
     (PWD, "trained {:,.0f} tokens/s, so a run is about {:.2f}\ncore-hours", "press-wolf", lambda f: (_pw_timing()["tokens_per_s"], _pw_run_hours(f))),
     (PWD, "(4 seeds × 3 arms = 12 runs) costs\nabout {:.0f} core-hours, the second (6 more runs) about {:.0f} more", "press-wolf",
@@ -533,6 +551,21 @@ def _pw_progress() -> tuple[int, float, float, float, float]:
     other runs take at the finished runs' mean)."""
     times = [s["train_time_s"] for s in _pw_finished().values()]
     return len(times), sum(times) / 3600, min(times), max(times), (12 - len(times)) * sum(times) / len(times) / 3600
+
+
+def _pw_second_look_runs(f: Folder) -> int:
+    """Runs the second look adds: planned (the arms still undecided, to 6 seeds) less finished (results.json)."""
+    return int(f.saved["runs_planned"]) - int(f.saved["runs_finished"])
+
+
+def _pw_second_look_hours(f: Folder) -> float:
+    """Core-hours of the second look's runs at the mean training time of the first look's runs."""
+    return _pw_second_look_runs(f) * _pw_progress()[1] / _pw_progress()[0]
+
+
+def _pw_seed_pcts(f: Folder) -> list[float]:
+    """tied-proj minus tied per seed, percent of tied's validation perplexity."""
+    return [100 * (f.seed("tied-proj", k, "valid_ppl") / f.seed("tied", k, "valid_ppl") - 1) for k in range(4)]
 
 
 def _core_hours(f: Folder) -> float:
