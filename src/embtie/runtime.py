@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import threading
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -62,16 +65,51 @@ def setup(device: str = "auto") -> Runtime:
     return Runtime(rank=rank, world_size=world, local_rank=local, device=dev, owns_group=owns)
 
 
-def teardown(rt: Runtime, finished: bool = True) -> None:
-    """Leave the process group ``setup`` joined. After a finished run every process meets at a barrier
-    first, so none destroys the group while a peer is still in a collective (pytorch/pytorch#75097).
+TEARDOWN_TIMEOUT_S = 120.0
+"""How long a finished process waits at the exit barrier, and then for the process group to be destroyed."""
+
+
+def teardown(rt: Runtime, finished: bool = True, timeout_s: float = TEARDOWN_TIMEOUT_S) -> None:
+    """Leave the process group ``setup`` joined, never waiting longer than ``timeout_s`` for each step.
+
+    After a finished run every process meets at a barrier kept in the rendezvous store (torchrun's agent
+    holds it, so a peer that already exited does not break it), so none destroys the group while a peer is
+    still in a collective (pytorch/pytorch#75097). The group is then destroyed on a helper thread that is
+    given ``timeout_s``: gloo's teardown of its native threads once never returned on CI (rank 1 of a
+    finished 2-process run, torch 2.13 CPU), hanging the launch. A wait that runs out leaves a one-line note
+    on stderr and the process goes on to exit; every file of the run is already closed.
     After a failure nothing collective is attempted (the peers may be inside a collective that will never
     complete; destroying the group then can deadlock): the process exits and torchrun stops the others."""
     if not (rt.owns_group and dist.is_initialized()):
         return
-    if finished:
-        dist.barrier()
-        dist.destroy_process_group()
+    if not finished:
+        return
+    if not _store_barrier(rt, "embtie/teardown", timeout_s):
+        _note(f"not every process reached the end of the run within {timeout_s:.0f} s; leaving without them")
+    worker = threading.Thread(target=dist.destroy_process_group, name="embtie-teardown", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        _note(f"the process group was not destroyed within {timeout_s:.0f} s (gloo teardown); exiting without it")
+
+
+def _store_barrier(rt: Runtime, key: str, timeout_s: float) -> bool:
+    """Every process of the group adds itself under ``key`` in the rendezvous store; True once all
+    ``rt.world_size`` have, False when ``timeout_s`` passes first or the store is gone."""
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    key = f"{key}/{attempt}"
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        if store.add(key, 1) == rt.world_size:
+            store.set(f"{key}/all", "1")
+        store.wait([f"{key}/all"], timedelta(seconds=timeout_s))
+        return True
+    except RuntimeError:  # DistStoreError on a timeout, DistNetworkError when the store is gone
+        return False
+
+
+def _note(message: str) -> None:
+    print(f"embtie: note: {message}", file=sys.stderr, flush=True)
 
 
 def barrier(rt: Runtime) -> None:
