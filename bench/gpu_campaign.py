@@ -141,60 +141,6 @@ def _compile_args(strategies: str, budget_s: int) -> list[str]:
     return ["--compile-shapes", "gpt2", "--compile-strategies", strategies, "--compile-budget-s", str(budget_s)]
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A seed claim decided with `embtie compare --until-decided` (issue 38), continued on the GPU: the runs the
-    repository holds (finished on the CPU; committed without checkpoints) are copied into the work folder and
-    reused there (a finished run counts on any device), and the GPU trains the rest of the design, its looks and
-    margins unchanged (results/press-wolf-decisive/README.md)."""
-
-    preset: str = "ptb-lstm-small"
-    strategies: str = "tied,untied,tied-proj"
-    out: Path = Path("results/press-wolf-decisive")
-    design: tuple[str, ...] = ("--until-decided", "--seeds", "4", "--max-seeds", "6")
-    full: tuple[str, ...] = ("--jobs", "6", "train.device=cuda", "train.threads=2", "train.progress=false")
-    tiny: tuple[str, ...] = (
-        "--until-decided", "--seeds", "2", "--max-seeds", "2", "--jobs", "1", "--analysis", "light",
-        "train.device=cpu", "train.threads=1", "model.emb_dim=16", "model.hidden=16", "model.n_layers=1",
-        "sharing.options.init_range=0.1", "data.train_tokens=3000", "data.valid_tokens=800", "train.epochs=null",
-        "train.max_steps=6", "train.checkpoint_every=0", "train.log_every=2",
-    )  # fmt: skip
-
-    def commands(self, py: list[str], dry: bool, work: Path) -> list[list[str]]:
-        out = work / self.out
-        compare = [*py, "-m", "embtie", "--quiet", "compare", self.preset, "--strategies", self.strategies,
-                   "--out", str(out), *(self.tiny if dry else (*self.design, *self.full))]  # fmt: skip
-        if dry or not (ROOT / self.out / "runs").is_dir():  # the dry run's tiny runs are another config
-            return [compare]
-        copy = "import sys; from bench.gpu_campaign import copy_finished; copy_finished(*sys.argv[1:])"
-        return [[*py, "-c", copy, str(ROOT / self.out), str(out)], compare]
-
-    def files(self, work: Path) -> list[Path]:
-        """Every file of the comparison but weights and TensorBoard's copy (what results/.gitignore leaves out)."""
-        root = work / self.out
-        skip = {"checkpoints", "tb"}
-        return [p for p in sorted(root.rglob("*")) if p.is_file() and not skip & set(p.relative_to(root).parts)]
-
-
-PRESS_WOLF = Decision()
-
-
-def copy_finished(src: str, dst: str) -> None:
-    """Copy a comparison's finished runs (summary.json says finished) from SRC/runs to DST/runs, weights left
-    out: an unfinished run started on another device would be refused by the comparison (it resumes exactly only
-    where it started), so the GPU trains it afresh instead."""
-    import shutil
-
-    runs = Path(src) / "runs"
-    for summary in sorted(runs.glob("*/seed*/summary.json")):
-        if not json.loads(summary.read_text(encoding="utf-8")).get("finished"):
-            continue
-        run = summary.parent
-        target = Path(dst) / "runs" / run.relative_to(runs)
-        shutil.copytree(run, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoints", "tb"))
-        print(f"[campaign] reusing the finished run {run.relative_to(runs)}", flush=True)
-
-
 TINY_COMPILE = ["--device", "cpu", "--repeats", "1", "--compile-shapes", "tiny", "--compile-strategies", "tied"]
 STEPS: dict[str, Step] = {
     "first": Step(
@@ -220,14 +166,6 @@ STEPS: dict[str, Step] = {
         ),
         budget_s=480.0,
         carry=(*BASE_WHEELS, *FUSED_WHEELS),
-    ),
-    "press-wolf": Step(
-        "press-wolf",
-        "issue 38: Press & Wolf's Table 6 decided on CUDA (ptb-lstm-small, tied vs untied and tied-proj, looks at "
-        "4 and 6 paired seeds), reusing the runs the CPU finished",
-        PRESS_WOLF.commands,
-        PRESS_WOLF.files,
-        carry=(*BASE_WHEELS, ".gpu/data/ptb"),
     ),
     "tests": Step(
         "tests",

@@ -63,7 +63,6 @@ def test_every_step_carries_its_data_within_the_64_mib_a_lent_machine_receives()
     assert carried == named  # every pinned wheel is carried by some step, and no other file
     # the pinned wheels' sizes (`make gpu-wheels` on 2026-11-27; checked against the files where they are here)
     wheel_bytes = {"sacremoses": 867_756, "platformdirs": 94_267, "liger_kernel": 910_117, "cut_cross_entropy": 22_672}
-    wheels = sum(wheel_bytes.values())
 
     def size(path: str) -> int:
         if path.startswith(".gpu/wheels/"):
@@ -75,6 +74,5 @@ def test_every_step_carries_its_data_within_the_64_mib_a_lent_machine_receives()
 
     data = {path for step in gpu_campaign.STEPS.values() for path in step.carry if path.startswith(".gpu/data/")}
     assert data == {".gpu/data/ptb", ".gpu/data/multi30k/raw", ".gpu/data/wikitext-2"}
-    assert tree + sum(size(p) for p in data) + wheels > 64 * 2**20  # all at once would be refused
     for name, step in gpu_campaign.STEPS.items():
         assert tree + sum(size(p) for p in step.carry) < 63 * 2**20, name  # 1 MiB spare for untracked files

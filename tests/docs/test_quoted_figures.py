@@ -22,8 +22,9 @@ import pytest
 
 from embtie.comparison.records import SeedSummary
 from embtie.comparison.verdicts import TESTED, all_verdicts, paired_values
-from embtie.decisions import Decision
+from embtie.decisions import DEFAULT_MARGINS, Decision, SequentialDesign
 from embtie.decisions.pairing import Pairing, pairing
+from embtie.decisions.sequential import replay
 from embtie.reporting.saved_verdicts import read_rows
 from embtie.reporting.sections.context import ci
 
@@ -80,18 +81,13 @@ class Folder:
         """A verdict as the documents write it: 'worse, -6.25 [-12.33, -0.17] (97.5%)', 'equivalent within
         ±0.5, +0.25 [-0.00, +0.50] (97.5%)', 'undecided, ... ; about 57 paired seeds would decide it'."""
         d = self.decision(metric, strategy, baseline)
-        c_diff, c_eq = d.confidences()
-        unit = "%" if d.relative else ""
-        lo, hi = d.tost_ci if d.verdict == "equivalent" else d.ci
-        conf = c_eq if d.verdict == "equivalent" else c_diff
-        interval = f"{d.mean:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}] ({100 * conf:.4g}%)"
         if d.verdict == "equivalent":
-            return f"equivalent within ±{d.margin:g}{unit}, {interval}"
+            return f"equivalent within ±{d.margin:g}{'%' if d.relative else ''}, {_interval(d)}"
         if d.verdict != "undecided":
-            return f"{d.verdict}, {interval}"
+            return f"{d.verdict}, {_interval(d)}"
         more = (f"about {d.seeds_needed} paired seeds would decide it" if d.seeds_needed is not None
                 else "more than 200 paired seeds would be needed")  # fmt: skip
-        return f"undecided, {interval}; {more}"
+        return f"undecided, {_interval(d)}; {more}"
 
     def cell(self, header: str, row: str, column: str) -> str:
         """The cell of a report.md table whose header line contains ``header``: the row whose first cell
@@ -144,6 +140,15 @@ class Folder:
         return [r[key] for r in self.saved["update_dynamics"] if r["strategy"] == strategy]
 
 
+def _interval(d: Decision) -> str:
+    """A decision's difference and interval as the documents write it: '-1.61% [-3.59, +0.37] (97.5%)' (the
+    equivalence interval for an equivalent verdict)."""
+    c_diff, c_eq = d.confidences()
+    lo, hi = d.tost_ci if d.verdict == "equivalent" else d.ci
+    conf = c_eq if d.verdict == "equivalent" else c_diff
+    return f"{d.mean:+.2f}{'%' if d.relative else ''} [{lo:+.2f}, {hi:+.2f}] ({100 * conf:.4g}%)"
+
+
 @cache
 def folder(name: str) -> Folder:
     return Folder(name)
@@ -182,9 +187,8 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     # README.md, the claims table
     (R, "; {} paired seeds, AMD EPYC Zen 5, one thread a run): untied {} validation perplexity", "press-wolf-decisive",
      lambda f: (f.decision("valid_ppl", "untied").n, f.said("valid_ppl", "untied"))),
-    (R, "first look ({} paired seeds): tied-proj {} (the second look", "press-wolf-decisive",
+    (R, "decided at the second look ({} paired seeds, AMD EPYC Zen 5): tied-proj {} validation perplexity", "press-wolf-decisive",
      lambda f: (f.decision("valid_ppl", "tied-proj").n, f.said("valid_ppl", "tied-proj"))),
-    (R, "6 seeds: {} more runs, about {:.1f} core-hours)", "press-wolf-decisive", lambda f: (_pw_second_look_runs(f), _pw_second_look_hours(f))),
     (R, "Procrustes cosine {:.2f} to untied's output vs {:.2f} to its input ({} seeds of the decisive design", "press-wolf-decisive",
      lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")), len(f.dynamics("tied", "to_output")))),
     (R, "step-0 loss tied {:.2f} vs ln V {:.2f}", "su-convergence", lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"))),
@@ -407,31 +411,32 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
      lambda f: tuple(_train_loss(f, n, 0, 100) for n in ("fixed-paper", "fixed-lr10"))),
     (FC, "about {:.0f} s of training per run", "shalev-captioning-decisive/fixed-check", lambda f: f.budget_minutes() * 60),
     # Press & Wolf's decision: its design's cost (results/press-wolf-decisive)
-    (P, "run was planned at about {:.2f} core-hours on a busy Zen 5 core (the\nfirst look, 12 runs, about {:.0f} core-hours); the {} runs of the first look took {:.2f}\ncore-hours", "press-wolf-decisive",
-     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")), *_pw_progress()[:2])),
-    (P, "\nuntied: {}, final (the paper", "press-wolf-decisive", lambda f: f.said("valid_ppl", "untied")),
-    (P, "\ntied-proj: {} (the paper: -10.2%", "press-wolf-decisive", lambda f: f.said("valid_ppl", "tied-proj")),
-    (P, "seeds 4 and 5: {} more runs, about {:.1f} core-hours) decides", "press-wolf-decisive",
-     lambda f: (_pw_second_look_runs(f), _pw_second_look_hours(f))),
+    (P, "run was planned at about {:.2f} core-hours on a busy Zen 5 core (the\nfirst look, 12 runs, about {:.0f} core-hours); the {} runs of the first look took {:.2f}\ncore-hours, the {} of the second {:.2f}", "press-wolf-decisive",
+     lambda f: (_pw_run_hours(folder("press-wolf")), 12 * _pw_run_hours(folder("press-wolf")), *_pw_progress(range(4))[:2],
+                *_pw_progress(range(4, 6))[:2])),
+    (P, "\nuntied: {}, final at the first look, {} paired seeds", "press-wolf-decisive",
+     lambda f: (f.said("valid_ppl", "untied"), f.decision("valid_ppl", "untied").n)),
+    (P, "\ntied-proj: {}, final at the second look, {} paired seeds", "press-wolf-decisive",
+     lambda f: (f.said("valid_ppl", "tied-proj"), f.decision("valid_ppl", "tied-proj").n)),
+    (P, "At the first look tied-proj was undecided,\n{}.", "press-wolf-decisive", lambda f: _interval(_pw_first_look(f)["tied-proj"])),
     (PWD, "vocab.json, the PTB vocabulary every run rebuilds from the training text); {} runs, {:.2f} core-hours of training in all ({:,.0f}–{:,.0f} s a\nrun", "press-wolf-decisive",
-     lambda f: _pw_progress()[:4]),
-    *[(PWD, f"| {arm} | {{:.2f}} ± {{:.2f}} | {{:.2f}} ± {{:.2f}} | {{:+.2f}}% [{{:+.2f}}, {{:+.2f}}] ({{:.4g}}%) | **{{}}** ", "press-wolf-decisive",
-       lambda f, a=arm: (f.mean("tied", "valid_ppl"), f.sd("tied", "valid_ppl"), f.mean(a, "valid_ppl"), f.sd(a, "valid_ppl"),
-                         *_verdict_cells(f.decision("valid_ppl", a))[1:])) for arm in ("untied", "tied-proj")],
-    (PWD, "(paired t-test, Holm, p {:.3f}): final", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "untied").p_difference_holm),
-    (PWD, "(p {:.3f} against the look's 0.025); about {} paired seeds would decide it", "press-wolf-decisive",
-     lambda f: (f.decision("valid_ppl", "tied-proj").p_difference_holm, f.decision("valid_ppl", "tied-proj").seeds_needed)),
-    *[(PWD, "| " + str(seed) + " | {:.2f} | {:.2f} | {:.2f} |", "press-wolf-decisive",
-       lambda f, k=seed: tuple(f.seed(a, k, "valid_ppl") for a in ("tied", "untied", "tied-proj"))) for seed in range(4)],
+     lambda f: _pw_progress(range(6))),
+    *[(PWD, f"| {arm} | {look} look, {{}} paired seeds | {{:.2f}} ± {{:.2f}} | {{:.2f}} ± {{:.2f}} | {{:+.2f}}% [{{:+.2f}}, {{:+.2f}}] ({{:.4g}}%) | **{{}}** (paired t-test, Holm, p {{:.3f}})", "press-wolf-decisive",
+       lambda f, a=arm: _pw_row(f, a)) for arm, look in (("untied", "first"), ("tied-proj", "second"))],
+    *[(PWD, "| " + str(seed) + " | {:.2f} | {} | {:.2f} |", "press-wolf-decisive",
+       lambda f, k=seed: (f.seed("tied", k, "valid_ppl"), f"{f.seed('untied', k, 'valid_ppl'):.2f}" if k < 4 else "-",
+                          f.seed("tied-proj", k, "valid_ppl"))) for seed in range(6)],
     (PWD, "costs {:.2f}% validation perplexity", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "untied").mean),
-    (PWD, "ahead of tied in every seed ({:.1f}% to {:.1f}%)", "press-wolf-decisive",
-     lambda f: (max(_pw_seed_pcts(f)), min(_pw_seed_pcts(f)))),
-    (PWD, "the interval's far end ({:.2f}%)", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "tied-proj").ci[0]),
-    (PWD, "update-dynamics measurement agrees with Press & Wolf in all {} seeds", "press-wolf-decisive", lambda f: len(f.dynamics("tied", "to_output"))),
-    (PWD, "(Procrustes mean row cosine {:.3f} vs {:.3f}", "press-wolf-decisive",
+    (PWD, "decided at the second look: {:.2f}% at {} paired seeds, ahead of tied in every\nseed ({:.1f}% to {:.1f}%)", "press-wolf-decisive",
+     lambda f: (f.decision("valid_ppl", "tied-proj").mean, f.decision("valid_ppl", "tied-proj").n, max(_pw_seed_pcts(f)), min(_pw_seed_pcts(f)))),
+    (PWD, "At the first look it was undecided ({}, p {:.3f} against the\nlook's 0.025; about {} paired seeds would have decided it)", "press-wolf-decisive",
+     lambda f: (_interval(_pw_first_look(f)["tied-proj"]), _pw_first_look(f)["tied-proj"].p_difference_holm, _pw_first_look(f)["tied-proj"].seeds_needed)),
+    (PWD, "whose far end is\n{:.2f}%", "press-wolf-decisive", lambda f: f.decision("valid_ppl", "tied-proj").ci[0]),
+    (PWD, "agrees with Press & Wolf in all {} seeds that have an untied run", "press-wolf-decisive", lambda f: len(f.dynamics("tied", "to_output"))),
+    (PWD, "(Procrustes mean\nrow cosine {:.3f} vs {:.3f}", "press-wolf-decisive",
      lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")))),
-    (PWD, "{} more runs (tied and tied-proj, seeds 4 and 5), about\n{:.1f} core-hours at the first look's mean (about {:.1f} hours on two cores)", "press-wolf-decisive",
-     lambda f: (_pw_second_look_runs(f), _pw_second_look_hours(f), _pw_second_look_hours(f) / 2)),
+    (PWD, "**Cost of the second look**: {} runs (tied and tied-proj, seeds 4 and 5), {:.2f} core-hours of training ({:,.0f}–{:,.0f}\ns a run; planned at about {:.1f} from the first look's mean)", "press-wolf-decisive",
+     lambda f: (*_pw_progress(range(4, 6)), 4 * _pw_progress(range(4))[1] / _pw_progress(range(4))[0])),
     (PWD, "A run is {} optimizer steps of {:.0f} tokens", "press-wolf", lambda f: (f.budget("optimizer steps"), _pw_tokens_per_step())),
     (PWD, "trained {:,.0f} tokens/s, so a run is about {:.2f}\ncore-hours", "press-wolf", lambda f: (_pw_timing()["tokens_per_s"], _pw_run_hours(f))),
     (PWD, "(4 seeds × 3 arms = 12 runs) costs\nabout {:.0f} core-hours, the second (6 more runs) about {:.0f} more", "press-wolf",
@@ -546,26 +551,33 @@ def _pw_finished() -> dict[tuple[str, int], dict[str, Any]]:
     return out
 
 
-def _pw_progress() -> tuple[int, float, float, float, float]:
-    """(finished runs, their core-hours of training, fastest and slowest run s, core-hours the first look's
-    other runs take at the finished runs' mean)."""
-    times = [s["train_time_s"] for s in _pw_finished().values()]
-    return len(times), sum(times) / 3600, min(times), max(times), (12 - len(times)) * sum(times) / len(times) / 3600
+def _pw_progress(seeds: range) -> tuple[int, float, float, float]:
+    """(finished runs of ``seeds``, their core-hours of training, fastest and slowest run in seconds)."""
+    times = [s["train_time_s"] for (_, seed), s in _pw_finished().items() if seed in seeds]
+    return len(times), sum(times) / 3600, min(times), max(times)
 
 
-def _pw_second_look_runs(f: Folder) -> int:
-    """Runs the second look adds: planned (the arms still undecided, to 6 seeds) less finished (results.json)."""
-    return int(f.saved["runs_planned"]) - int(f.saved["runs_finished"])
+def _pw_first_look(f: Folder) -> dict[str, Decision]:
+    """The design's first look replayed from seeds 0-3 (looks at 4 and 6, each at 0.025, Holm, ±1%)."""
+    design = SequentialDesign(first=4, step=2, max_seeds=6)
+    values = {a: [f.seed(a, k, "valid_ppl") for k in range(4)] for a in ("untied", "tied-proj")}
+    tied = [f.seed("tied", k, "valid_ppl") for k in range(4)]
+    return replay(design, values, tied, DEFAULT_MARGINS["valid_ppl"], higher_is_better=False)
 
 
-def _pw_second_look_hours(f: Folder) -> float:
-    """Core-hours of the second look's runs at the mean training time of the first look's runs."""
-    return _pw_second_look_runs(f) * _pw_progress()[1] / _pw_progress()[0]
+def _pw_row(f: Folder, arm: str) -> tuple[Any, ...]:
+    """A row of the folder README's verdict table: paired seeds, tied's and ``arm``'s mean ± sd over those
+    seeds, the decision's cells and its Holm p."""
+    d = f.decision("valid_ppl", arm)
+    tied = [f.seed("tied", k, "valid_ppl") for k in range(d.n)]
+    own = [f.seed(arm, k, "valid_ppl") for k in range(d.n)]
+    return (d.n, statistics.mean(tied), statistics.stdev(tied), statistics.mean(own), statistics.stdev(own),
+            *_verdict_cells(d)[1:], d.p_difference_holm)  # fmt: skip
 
 
 def _pw_seed_pcts(f: Folder) -> list[float]:
     """tied-proj minus tied per seed, percent of tied's validation perplexity."""
-    return [100 * (f.seed("tied-proj", k, "valid_ppl") / f.seed("tied", k, "valid_ppl") - 1) for k in range(4)]
+    return [100 * (f.seed("tied-proj", k, "valid_ppl") / f.seed("tied", k, "valid_ppl") - 1) for k in range(6)]
 
 
 def _core_hours(f: Folder) -> float:
