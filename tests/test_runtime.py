@@ -48,6 +48,8 @@ def worker(rank, world, path, claimed_world, hang_destroy, timeout_s):
     start = time.monotonic()
     runtime.teardown(rt, finished=True, timeout_s=timeout_s)
     print(f"rank {rank} left after {time.monotonic() - start:.1f} s; initialized {dist.is_initialized()}", flush=True)
+    sys.stderr.flush()
+    os._exit(0)  # as a torchrun worker ends (runtime.exit_process): gloo's thread destructors can abort at exit
 
 world, claimed, hang, timeout_s = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", float(sys.argv[4]))
 path = os.path.join(tempfile.mkdtemp(), "rendezvous")
@@ -74,9 +76,9 @@ def test_teardown_of_a_finished_two_process_run_meets_and_destroys_the_group():
     proc = _teardown(world=2, claimed=2, hang_destroy=False, timeout_s=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     left = _left_after(proc.stdout)
-    assert sorted(left) == [0, 1]
-    assert all(seconds < 30 and not initialized for seconds, initialized in left.values()), left
-    assert "note" not in proc.stderr
+    assert sorted(left) == [0, 1], proc.stdout + proc.stderr
+    assert all(seconds < 30 and not initialized for seconds, initialized in left.values()), (left, proc.stderr)
+    assert "embtie: note" not in proc.stderr, proc.stderr
 
 
 def test_teardown_waits_a_bounded_time_for_a_peer_that_never_comes():
@@ -95,3 +97,23 @@ def test_teardown_does_not_wait_forever_on_a_destroy_that_never_returns():
     left = _left_after(proc.stdout)
     assert sorted(left) == [0, 1] and all(2 <= seconds < 15 for seconds, _ in left.values()), left
     assert proc.stderr.count("was not destroyed within 2 s") == 2
+
+
+def test_keep_until_exit_holds_what_a_finished_worker_must_not_free():
+    import gc
+    import weakref
+
+    from embtie import runtime
+
+    class Trainer:  # stands in for a trainer whose native destructors must not run before os._exit
+        pass
+
+    t = Trainer()
+    ref = weakref.ref(t)
+    runtime.keep_until_exit(t)
+    del t
+    gc.collect()
+    assert ref() is not None
+    runtime._KEPT.remove(ref())
+    gc.collect()
+    assert ref() is None

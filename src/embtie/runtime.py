@@ -112,6 +112,19 @@ def _note(message: str) -> None:
     print(f"embtie: note: {message}", file=sys.stderr, flush=True)
 
 
+_KEPT: list[object] = []
+
+
+def keep_until_exit(obj: object) -> None:
+    """Keep ``obj`` (a finished multi-process run's trainer: its DDP/FSDP model, optimizer, data) alive until
+    the process exits. Freeing it runs native destructors (DDP's reducer, gloo's process group and its
+    threads) that once never returned on CI: rank 1 of a finished 2-process run hung with no Python frame
+    below the ``train(...)`` call, i.e. while that call's locals were freed (torch 2.13 CPU). A torchrun
+    worker ends through ``exit_process`` (``os._exit``), which runs none of them; a script of the user's own
+    keeps these objects until it exits."""
+    _KEPT.append(obj)
+
+
 def barrier(rt: Runtime) -> None:
     if rt.distributed:
         dist.barrier()

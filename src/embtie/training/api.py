@@ -55,6 +55,7 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
     if cfg.train.threads is not None:
         torch.set_num_threads(cfg.train.threads)
     finished = False
+    trainer: Trainer | None = None
     try:
         with writer_lock(out, rt):
             preparation.prepare(cfg, out, rt)
@@ -69,6 +70,8 @@ def train(cfg: RunConfig, out_dir: str | Path) -> dict[str, Any]:
     finally:
         torch.set_num_threads(threads)
         runtime.teardown(rt, finished)
+        if rt.owns_group:
+            runtime.keep_until_exit(trainer)
 
 
 @contextlib.contextmanager
