@@ -75,14 +75,12 @@ def teardown(rt: Runtime, finished: bool = True, timeout_s: float = TEARDOWN_TIM
     After a finished run every process meets at a barrier kept in the rendezvous store (torchrun's agent
     holds it, so a peer that already exited does not break it), so none destroys the group while a peer is
     still in a collective (pytorch/pytorch#75097). The group is then destroyed on a helper thread that is
-    given ``timeout_s``: gloo's teardown of its native threads once never returned on CI (rank 1 of a
-    finished 2-process run, torch 2.13 CPU), hanging the launch. A wait that runs out leaves a one-line note
-    on stderr and the process goes on to exit; every file of the run is already closed.
+    given ``timeout_s``, so that no native wait can hold a finished process (the hang once seen on CI was in
+    the destructors that ``keep_until_exit`` now avoids). A wait that runs out leaves a one-line note on
+    stderr and the process goes on to exit; every file of the run is already closed.
     After a failure nothing collective is attempted (the peers may be inside a collective that will never
     complete; destroying the group then can deadlock): the process exits and torchrun stops the others."""
-    if not (rt.owns_group and dist.is_initialized()):
-        return
-    if not finished:
+    if not (finished and rt.owns_group and dist.is_initialized()):
         return
     if not _store_barrier(rt, "embtie/teardown", timeout_s):
         _note(f"not every process reached the end of the run within {timeout_s:.0f} s; leaving without them")
