@@ -52,16 +52,28 @@ def compute_dtype(x: Tensor) -> torch.dtype:
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
+@torch.compiler.assume_constant_result
+def _triton_installed() -> bool:
+    """Whether triton can be imported (a constant to torch.compile, which traces the choice)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+@torch.compiler.assume_constant_result
+def _interpreter_on() -> bool:
+    """Whether TRITON_INTERPRET=1 asks for Triton's interpreter (a constant to torch.compile)."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def tiled_unavailable(head: Head, x: Tensor) -> str | None:
-    """Why the tiled loss cannot run for ``head`` on x (N, d_t) here, in a few words; None when it can."""
-    if importlib.util.find_spec("triton") is None:
-        return "triton is not installed (pip install 'embtie[gpu]')"
-    interpret = os.environ.get("TRITON_INTERPRET") == "1"
-    if x.device.type != "cuda" and not (x.device.type == "cpu" and interpret):
+    """Why the tiled loss cannot run for ``head`` on x (N, d_t) here, in a few words; None when it can.
+    (Every head can: the reasons are the device, the dtype and triton.)"""
+    if x.device.type != "cuda" and not (x.device.type == "cpu" and _interpreter_on()):
         return f"it runs on CUDA (or the CPU under TRITON_INTERPRET=1), not on {x.device.type}"
     dtype = compute_dtype(x)
     if dtype not in TILED_DTYPES:
         return f"it computes in float32 or bfloat16, not {str(dtype).removeprefix('torch.')}"
+    if not _triton_installed():
+        return "triton is not installed (pip install 'embtie[gpu]')"
     return None
 
 
@@ -69,14 +81,14 @@ def choose_tiled(impl: str, head: Head, x: Tensor) -> str:
     """``impl`` resolved for the tiled loss: "tiled" where it is asked for, or "auto" on CUDA, and it can
     run; a ConfigError naming the reason where "tiled" is asked for and cannot; otherwise ``impl`` (on
     CUDA, "auto" falling back says why once per process)."""
-    if impl not in ("auto", "tiled"):
-        return impl
+    if impl != "tiled" and (impl != "auto" or x.device.type != "cuda"):
+        return impl  # "auto" off CUDA: the chunked loss (the interpreter runs only when asked for)
     reason = tiled_unavailable(head, x)
     if reason is None:
-        return "tiled" if impl == "tiled" or x.device.type == "cuda" else impl
+        return "tiled"
     if impl == "tiled":
         raise ConfigError(f"loss impl='tiled' cannot run: {reason}")
-    if x.device.type == "cuda" and reason not in _NOTED:
+    if reason not in _NOTED:
         _NOTED.add(reason)
         warnings.warn(f"embtie: the tiled loss does not apply ({reason}); using the chunked loss", stacklevel=3)
     return impl
