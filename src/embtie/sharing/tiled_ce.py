@@ -10,8 +10,9 @@ contractions into float32 dx (N, D), dW (V, D), dm (V,), db (V,) with atomics (s
 last bits, vary between runs). Four matmuls per tile in all, like the chunked loss's recompute schedule.
 
 What the head's features cost:
-- ``weight`` W (V, D) and x go in as they are, cast to the compute dtype (the autocast dtype under
-  autocast: one (V, D) bfloat16 copy of a float32 W, as F.linear makes);
+- ``weight`` W (V, D) and x go in as they are (no copy): the kernels round each tile to the compute dtype
+  (the autocast dtype under autocast), and a float32 W gets its float32 gradient straight from the
+  accumulator;
 - the per-row scale m = r_v ||w_v||^p s (``Head.combined_row_scale``: l2norm's and cosine's 1/||w_v||, sqnorm,
   nGPT, a logit scale) and the bias b = b_v + c ||w_v||^2 (``Head.full_bias``) are built as (V,) float32 tensors by
   ordinary autograd, which carries dm and db back to every learned tensor; the row norms' backward
@@ -113,15 +114,16 @@ def tiled_cross_entropy(
     rounding, with gradients to x and every tensor the head was built from. Returns a 0-d float32."""
     head, x = fold_factor(head, x)
     dtype = compute_dtype(x)
-    weight = head.weight.to(dtype)
+    weight = head.weight
     bias = head.full_bias()
     shape = head.cap_form
     loss, _ = tiled_ce(
-        x.to(dtype),
+        x,
         weight,
         _row_scale(head, weight.shape[0], x),
         None if bias is None else bias.to(torch.float32),
         targets,
+        str(dtype).removeprefix("torch."),
         ignore_index,
         float(label_smoothing),
         head.softcap,

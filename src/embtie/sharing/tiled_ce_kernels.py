@@ -25,16 +25,21 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+DOTS = {"float32": tl.float32, "bfloat16": tl.bfloat16}
+"""the compute dtypes by torch's name, as the kernels' DOT constant."""
+
 CAP_NONE = 0
 CAP_TANH = 1
 CAP_SIGMOID = 2
 
 
 @triton.jit
-def _operand(t, UPCAST: tl.constexpr):
-    """A tile as tl.dot's operand: as it is, or widened to float32 where ``UPCAST`` (only under Triton's
+def _operand(t, DOT: tl.constexpr, UPCAST: tl.constexpr):
+    """A tile as tl.dot's operand: rounded to the compute dtype ``DOT`` (a float32 W under bfloat16 autocast
+    is cast tile by tile, never copied whole), then widened to float32 where ``UPCAST`` (only under Triton's
     interpreter, whose dot multiplies bfloat16's raw bits; bfloat16 products are exact in float32, so the
     numbers are those of a tensor core accumulating in float32)."""
+    t = t.to(DOT)
     if UPCAST:
         return t.to(tl.float32)
     else:
@@ -45,7 +50,7 @@ def _operand(t, UPCAST: tl.constexpr):
 def _tile_inner(
     x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w, D: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
+    DOT: tl.constexpr, UPCAST: tl.constexpr,
 ):  # fmt: skip
     """(BLOCK_N, BLOCK_V) float32 x_n . w_v of one tile, over BLOCK_D slices of D."""
     acc = tl.zeros((BLOCK_N, BLOCK_V), dtype=tl.float32)
@@ -54,7 +59,7 @@ def _tile_inner(
         d_ok = ds < D
         xb = tl.load(x_ptr + rows[:, None] * stride_x + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
         wb = tl.load(w_ptr + cols[:, None] * stride_w + ds[None, :], mask=col_ok[:, None] & d_ok[None, :], other=0.0)
-        acc = tl.dot(_operand(xb, UPCAST), tl.trans(_operand(wb, UPCAST)), acc, input_precision=PRECISION)
+        acc = tl.dot(_operand(xb, DOT, UPCAST), tl.trans(_operand(wb, DOT, UPCAST)), acc, input_precision=PRECISION)
     return acc
 
 
@@ -81,7 +86,7 @@ def tiled_ce_forward_kernel(
     N, V, stride_x, stride_w,
     cap, cap_scale, cap_shift,
     D: tl.constexpr, TILES_PER_SPLIT: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr,
-    CAP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CAP: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr, UPCAST: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     """Per (row block, vocabulary split): the split's running max, sum of exp(z - max), target logit and
@@ -103,7 +108,7 @@ def tiled_ce_forward_kernel(
         col_ok = cols < V
         u = _tile_inner(
             x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w,
-            D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, UPCAST,
+            D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, DOT, UPCAST,
         )  # fmt: skip
         if HAS_SCALE:
             u = u * tl.load(m_ptr + cols, mask=col_ok, other=0.0)[None, :]
@@ -131,7 +136,7 @@ def tiled_ce_backward_kernel(
     N, V, stride_x, stride_w,
     smooth, z_loss, cap, cap_scale, cap_shift,
     D: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr,
-    CAP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CAP: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr, UPCAST: tl.constexpr,
     NEED_DX: tl.constexpr, NEED_DW: tl.constexpr, NEED_DM: tl.constexpr, NEED_DB: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
@@ -151,7 +156,7 @@ def tiled_ce_backward_kernel(
     lse = tl.load(lse_ptr + rows, mask=row_ok, other=0.0)
     g = tl.load(g_ptr + rows, mask=row_ok, other=0.0)
     acc = _tile_inner(
-        x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w, D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, UPCAST
+        x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w, D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, DOT, UPCAST
     )  # fmt: skip
     u = acc
     if HAS_SCALE:
@@ -171,7 +176,7 @@ def tiled_ce_backward_kernel(
     if HAS_SCALE:
         du = du * scale[None, :]
     if NEED_DX or NEED_DW:
-        dq = _operand(du.to(x_ptr.dtype.element_ty), UPCAST)
+        dq = _operand(du, DOT, UPCAST)
         for d0 in range(0, D, BLOCK_D):
             ds = d0 + tl.arange(0, BLOCK_D)
             d_ok = ds < D
@@ -179,11 +184,11 @@ def tiled_ce_backward_kernel(
                 wb = tl.load(
                     w_ptr + cols[:, None] * stride_w + ds[None, :], mask=col_ok[:, None] & d_ok[None, :], other=0.0
                 )
-                part = tl.dot(dq, _operand(wb, UPCAST), input_precision=PRECISION)
+                part = tl.dot(dq, _operand(wb, DOT, UPCAST), input_precision=PRECISION)
                 tl.atomic_add(dx_ptr + rows[:, None] * D + ds[None, :], part, mask=row_ok[:, None] & d_ok[None, :])
             if NEED_DW:
                 xb = tl.load(
                     x_ptr + rows[:, None] * stride_x + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0
                 )
-                part_w = tl.dot(tl.trans(dq), _operand(xb, UPCAST), input_precision=PRECISION)
+                part_w = tl.dot(tl.trans(dq), _operand(xb, DOT, UPCAST), input_precision=PRECISION)
                 tl.atomic_add(dw_ptr + cols[:, None] * D + ds[None, :], part_w, mask=col_ok[:, None] & d_ok[None, :])

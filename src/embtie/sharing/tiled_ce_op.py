@@ -2,12 +2,12 @@
 Triton kernels of ``tiled_ce_kernels``: eager calls and ``torch.compile`` (one opaque kernel each way, no
 graph break) run the same code.
 
-Forward: x (N, D), W (V, D) in the compute dtype (float32 or bfloat16), an optional per-row scale m (V,)
+Forward: x (N, D), W (V, D) (float32 or bfloat16, multiplied in the compute dtype), an optional per-row scale m (V,)
 and bias b (V,) in float32, targets (N,) -> (mean loss (0-d float32), lse (N,) float32). It holds nothing
 but lse for backward: the kernel writes four (S, N) float32 partials per vocabulary split S, combined here.
 Backward recomputes every (BLOCK_N, BLOCK_V) tile from x, W and lse, and returns dx (N, D), dW (V, D),
-dm (V,), db (V,), accumulated in float32 (for float32 inputs the accumulators are the gradients; for
-bfloat16 they are 2x the size of dx and dW, rounded at the end).
+dm (V,), db (V,), accumulated in float32 (for float32 x and W, under autocast too, the accumulators are
+the gradients; for bfloat16 ones they are 2x the size of dx and dW, rounded at the end).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ class Blocks:
     stages: int = 3
     programs: int = 528
 
+
+COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+"""the operators' ``compute`` argument: the dtype the dots multiply in."""
 
 BLOCKS: Blocks | None = None
 """Force these tile sizes (the tests use small tiles so that tiny problems span several); None: per dtype."""
@@ -95,10 +98,10 @@ def _precision(dtype: torch.dtype) -> str:
     return "tf32"
 
 
-def _upcast(x: Tensor) -> bool:
+def _upcast(x: Tensor, dot: torch.dtype) -> bool:
     """Widen bfloat16 dot operands to float32 in the kernels: only under the interpreter (CPU tensors),
     whose dot cannot multiply bfloat16 (``tiled_ce_kernels._operand``)."""
-    return x.device.type == "cpu" and x.dtype != torch.float32
+    return x.device.type == "cpu" and dot != torch.float32
 
 
 def _cap_code(softcap: float | None, cap_form: str) -> int:
@@ -125,6 +128,7 @@ def tiled_ce(
     scale: Tensor | None,
     bias: Tensor | None,
     targets: Tensor,
+    compute: str,
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
@@ -135,11 +139,13 @@ def tiled_ce(
 ) -> tuple[Tensor, Tensor]:
     """(mean loss over kept tokens (0-d float32), log-sum-exp of every row (N,) float32).
 
-    x (N, D), weight (V, D) of one dtype; scale, bias (V,) float32 or None; targets (N,) int64."""
+    x (N, D), weight (V, D), each float32 or bfloat16, multiplied in ``compute`` ("float32" or "bfloat16":
+    the operands are rounded tile by tile, no copy); scale, bias (V,) float32 or None; targets (N,) int64."""
     x, weight = x.contiguous(), weight.contiguous()
     n, d = x.shape
     v = weight.shape[0]
-    blocks = default_blocks(x.dtype, x.device)
+    dot = COMPUTE_DTYPES[compute]
+    blocks = default_blocks(dot, x.device)
     row_blocks = -(-n // blocks.n)
     tiles = -(-v // blocks.v)
     splits = max(1, min(tiles, -(-blocks.programs // row_blocks)))
@@ -156,7 +162,8 @@ def tiled_ce(
             c, s, shift,
             D=d, TILES_PER_SPLIT=per_split, HAS_SCALE=scale is not None, HAS_BIAS=bias is not None,
             CAP=_cap_code(softcap, cap_form),
-            PRECISION=_precision(x.dtype), UPCAST=_upcast(x), BLOCK_N=blocks.n, BLOCK_V=blocks.v, BLOCK_D=blocks.d,
+            PRECISION=_precision(dot), DOT=kernels().DOTS[compute], UPCAST=_upcast(x, dot),
+            BLOCK_N=blocks.n, BLOCK_V=blocks.v, BLOCK_D=blocks.d,
             num_warps=blocks.warps, num_stages=blocks.stages,
         )  # fmt: skip
     top = part[0].max(dim=0).values
@@ -175,6 +182,7 @@ def _(
     scale: Tensor | None,
     bias: Tensor | None,
     targets: Tensor,
+    compute: str,
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
@@ -195,6 +203,7 @@ def tiled_ce_backward(
     bias: Tensor | None,
     targets: Tensor,
     lse: Tensor,
+    compute: str,
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
@@ -209,7 +218,8 @@ def tiled_ce_backward(
     x, weight = x.contiguous(), weight.contiguous()
     n, d = x.shape
     v = weight.shape[0]
-    blocks = default_blocks(x.dtype, x.device)
+    dot = COMPUTE_DTYPES[compute]
+    blocks = default_blocks(dot, x.device)
     keep = (targets != ignore_index).to(torch.float32)
     g = keep * (grad.to(torch.float32) / keep.sum())  # each row's weight in the mean
     need_dx, need_dw, need_dm, need_db = (
@@ -228,7 +238,7 @@ def tiled_ce_backward(
             n, v, x.stride(0), weight.stride(0),
             float(label_smoothing), float(z_loss), c, s, shift,
             D=d, HAS_SCALE=scale is not None, HAS_BIAS=bias is not None, CAP=_cap_code(softcap, cap_form),
-            PRECISION=_precision(x.dtype), UPCAST=_upcast(x),
+            PRECISION=_precision(dot), DOT=kernels().DOTS[compute], UPCAST=_upcast(x, dot),
             NEED_DX=need_dx, NEED_DW=need_dw, NEED_DM=need_dm, NEED_DB=need_db,
             BLOCK_N=blocks.n, BLOCK_V=blocks.v, BLOCK_D=blocks.d, num_warps=blocks.warps, num_stages=blocks.stages,
         )  # fmt: skip
@@ -244,6 +254,7 @@ def _(
     bias: Tensor | None,
     targets: Tensor,
     lse: Tensor,
+    compute: str,
     ignore_index: int,
     label_smoothing: float,
     softcap: float | None,
@@ -261,8 +272,8 @@ def _(
     return dx, dw, dm, db
 
 
-_SETTINGS = slice(5, 12)
-"""the positions of ignore_index ... z_loss among tiled_ce's inputs."""
+_SETTINGS = slice(5, 13)
+"""the positions of compute ... z_loss among tiled_ce's inputs."""
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
@@ -278,7 +289,7 @@ def _backward(ctx: Any, grad: Tensor, _lse_grad: Tensor) -> tuple[Tensor | None,
     dx, dw, dm, db = tiled_ce_backward(grad, x, weight, scale, bias, targets, lse, *ctx.settings, needs)
     found = (dx, dw, dm if ctx.has[0] else None, db if ctx.has[1] else None)
     grads = tuple(t if need and t is not None else None for t, need in zip(found, needs, strict=True))
-    return (*grads, *(None,) * 8)
+    return (*grads, *(None,) * 9)
 
 
 tiled_ce.register_autograd(_backward, setup_context=_setup_context)
