@@ -156,7 +156,8 @@ def tiled_ce_backward_kernel(
     lse = tl.load(lse_ptr + rows, mask=row_ok, other=0.0)
     g = tl.load(g_ptr + rows, mask=row_ok, other=0.0)
     acc = _tile_inner(
-        x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w, D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, DOT, UPCAST
+        x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w,
+        D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, DOT, UPCAST,
     )  # fmt: skip
     u = acc
     if HAS_SCALE:
