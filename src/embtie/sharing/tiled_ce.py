@@ -5,9 +5,11 @@ The Triton kernels (``tiled_ce_kernels``, wrapped as operators in ``tiled_ce_op`
     z_nv = cap( m_v (x_n . w_v) + b_v )
 
 one (BLOCK_N, BLOCK_V) tile at a time, on chip. The forward keeps an online log-sum-exp per token and
-saves only lse (N,) float32; the backward recomputes each tile (one more matmul) and adds its
-contractions into float32 dx (N, D), dW (V, D), dm (V,), db (V,) with atomics (so the sums' order, and the
-last bits, vary between runs). Four matmuls per tile in all, like the chunked loss's recompute schedule.
+saves only lse (N,) float32; the backward recomputes the tiles twice, once in a kernel whose programs own
+row blocks (dx (N, D)) and once in one whose programs own vocabulary tiles (dW (V, D), dm (V,), db (V,)),
+so each gradient is accumulated in float32 by one program, in place, without atomics (deterministic).
+Five matmuls per tile in all (plain's three, the chunked recompute schedule's four): the price of holding
+no chunk x V buffer and of a hidden width D too wide to keep a row block's dx in registers.
 
 What the head's features cost:
 - ``weight`` W (V, D) and x go in as they are (no copy): the kernels round each tile to the compute dtype

@@ -6,8 +6,10 @@ Both kernels take the canonical head's logits one (BLOCK_N, BLOCK_V) tile at a t
 
 accumulating x_n . w_v over BLOCK_D slices of the hidden width D. No tile leaves the chip: the forward keeps
 an online log-sum-exp per row (running max and sum) plus the target's logit and the row's logit sum (label
-smoothing); the backward recomputes each tile from the saved (N,) log-sum-exp and adds its contractions
-into float32 accumulators with atomics (dx (N, D), dW (V, D), dm (V,), db (V,)).
+smoothing); the backward recomputes each tile from the saved (N,) log-sum-exp, twice: one kernel owns a
+row block and walks the vocabulary (dx (N, D)), the other owns a vocabulary tile and walks the rows
+(dW (V, D), dm (V,), db (V,)), so every gradient is written by one program, without atomics, and the
+same inputs give the same bits.
 
 Loop bounds are compile-time constants (D; the tiles per vocabulary split, a power of two), so a model
 compiles each kernel a few times at most, and Triton 3.6's interpreter (which cannot take a run-time loop
@@ -130,35 +132,24 @@ def tiled_ce_forward_kernel(
 
 
 @triton.jit
-def tiled_ce_backward_kernel(
-    x_ptr, w_ptr, m_ptr, b_ptr, t_ptr, lse_ptr, g_ptr,
-    dx_ptr, dw_ptr, dm_ptr, db_ptr,
-    N, V, stride_x, stride_w,
+def _tile_grad(
+    x_ptr, w_ptr, m_ptr, b_ptr, rows, cols, row_ok, col_ok, tgt, lse, g, V, stride_x, stride_w,
     smooth, z_loss, cap, cap_scale, cap_shift,
     D: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr,
     CAP: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr, UPCAST: tl.constexpr,
-    NEED_DX: tl.constexpr, NEED_DW: tl.constexpr, NEED_DM: tl.constexpr, NEED_DB: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
-    """One (row block, vocabulary tile): recompute z, form dloss/du and add its contractions with atomics
-    into the float32 accumulators dx (N, D), dw (V, D), dm (V,), db (V,).
+    """One tile recomputed: (dloss/du (BLOCK_N, BLOCK_V) float32, zero outside the tile's valid rows and
+    columns; x_n . w_v (BLOCK_N, BLOCK_V); the per-row scale (BLOCK_V,), ones without one).
 
-    lse (N,) float32 the rows' log-sum-exp from the forward; g (N,) float32 each row's weight in the
-    loss (upstream gradient / kept tokens; 0 for an ignored token); ``smooth`` = eps, ``z_loss`` = lambda:
+    lse (BLOCK_N,) the rows' log-sum-exp from the forward; g (BLOCK_N,) each row's weight in the loss
+    (upstream gradient / kept tokens; 0 for an ignored token); ``smooth`` = eps, ``z_loss`` = lambda:
     dloss/dz_v = g (p_v (1 + 2 lambda lse) - (1 - eps) [v = t] - eps / V)."""
-    pid_n = tl.program_id(0)
-    pid_v = tl.program_id(1)
-    rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    cols = pid_v * BLOCK_V + tl.arange(0, BLOCK_V)
-    row_ok = rows < N
-    col_ok = cols < V
-    tgt = tl.load(t_ptr + rows, mask=row_ok, other=-1)
-    lse = tl.load(lse_ptr + rows, mask=row_ok, other=0.0)
-    g = tl.load(g_ptr + rows, mask=row_ok, other=0.0)
     acc = _tile_inner(
         x_ptr, w_ptr, rows, cols, row_ok, col_ok, stride_x, stride_w,
         D, BLOCK_N, BLOCK_V, BLOCK_D, PRECISION, DOT, UPCAST,
     )  # fmt: skip
+    scale = tl.full((BLOCK_V,), 1.0, dtype=tl.float32)
     u = acc
     if HAS_SCALE:
         scale = tl.load(m_ptr + cols, mask=col_ok, other=0.0)
@@ -169,27 +160,96 @@ def tiled_ce_backward_kernel(
     p = tl.exp(z - lse[:, None])
     dz = p * (1.0 + 2.0 * z_loss * lse)[:, None] - smooth / V
     dz = dz - tl.where(cols[None, :] == tgt[:, None], 1.0 - smooth, 0.0)
-    du = tl.where(col_ok[None, :], dz * slope * g[:, None], 0.0)
-    if NEED_DB:
-        tl.atomic_add(db_ptr + cols, tl.sum(du, axis=0), mask=col_ok)
-    if NEED_DM:
-        tl.atomic_add(dm_ptr + cols, tl.sum(du * acc, axis=0), mask=col_ok)
-    if HAS_SCALE:
-        du = du * scale[None, :]
-    if NEED_DX or NEED_DW:
-        dq = _operand(du, DOT, UPCAST)
+    du = tl.where(row_ok[:, None] & col_ok[None, :], dz * slope * g[:, None], 0.0)
+    return du, acc, scale
+
+
+@triton.jit
+def tiled_ce_backward_x_kernel(
+    x_ptr, w_ptr, m_ptr, b_ptr, t_ptr, lse_ptr, g_ptr, dx_ptr,
+    N, V, stride_x, stride_w, v_tiles,
+    smooth, z_loss, cap, cap_scale, cap_shift,
+    D: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr,
+    CAP: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr, UPCAST: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """dx (N, D) float32 (zeros on entry) of one row block, owned by this program: every vocabulary tile
+    recomputed in turn and its du (m_v-scaled) @ W added in place, slice by slice of D (no atomics)."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = rows < N
+    tgt = tl.load(t_ptr + rows, mask=row_ok, other=-1)
+    lse = tl.load(lse_ptr + rows, mask=row_ok, other=0.0)
+    g = tl.load(g_ptr + rows, mask=row_ok, other=0.0)
+    tile = 0
+    while tile < v_tiles:  # a run-time bound in a while loop: no recompile per V (and the interpreter runs it)
+        cols = tile * BLOCK_V + tl.arange(0, BLOCK_V)
+        col_ok = cols < V
+        du, _, scale = _tile_grad(
+            x_ptr, w_ptr, m_ptr, b_ptr, rows, cols, row_ok, col_ok, tgt, lse, g, V, stride_x, stride_w,
+            smooth, z_loss, cap, cap_scale, cap_shift,
+            D, HAS_SCALE, HAS_BIAS, CAP, PRECISION, DOT, UPCAST, BLOCK_N, BLOCK_V, BLOCK_D,
+        )  # fmt: skip
+        dq = _operand(du * scale[None, :], DOT, UPCAST)
         for d0 in range(0, D, BLOCK_D):
             ds = d0 + tl.arange(0, BLOCK_D)
             d_ok = ds < D
-            if NEED_DX:
-                wb = tl.load(
-                    w_ptr + cols[:, None] * stride_w + ds[None, :], mask=col_ok[:, None] & d_ok[None, :], other=0.0
-                )
-                part = tl.dot(dq, _operand(wb, DOT, UPCAST), input_precision=PRECISION)
-                tl.atomic_add(dx_ptr + rows[:, None] * D + ds[None, :], part, mask=row_ok[:, None] & d_ok[None, :])
-            if NEED_DW:
-                xb = tl.load(
-                    x_ptr + rows[:, None] * stride_x + ds[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0
-                )
-                part_w = tl.dot(tl.trans(dq), _operand(xb, DOT, UPCAST), input_precision=PRECISION)
-                tl.atomic_add(dw_ptr + cols[:, None] * D + ds[None, :], part_w, mask=col_ok[:, None] & d_ok[None, :])
+            w_ok = col_ok[:, None] & d_ok[None, :]
+            wb = tl.load(w_ptr + cols[:, None] * stride_w + ds[None, :], mask=w_ok, other=0.0)
+            out = dx_ptr + rows[:, None] * D + ds[None, :]
+            ok = row_ok[:, None] & d_ok[None, :]
+            part = tl.dot(dq, _operand(wb, DOT, UPCAST), input_precision=PRECISION)
+            tl.store(out, tl.load(out, mask=ok, other=0.0) + part, mask=ok)
+        tl.debug_barrier()  # this tile's stores are seen by every thread of the program before the next loads
+        tile += 1
+
+
+@triton.jit
+def tiled_ce_backward_w_kernel(
+    x_ptr, w_ptr, m_ptr, b_ptr, t_ptr, lse_ptr, g_ptr, dw_ptr, dm_ptr, db_ptr,
+    N, V, stride_x, stride_w, row_blocks,
+    smooth, z_loss, cap, cap_scale, cap_shift,
+    D: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr,
+    CAP: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr, UPCAST: tl.constexpr,
+    NEED_DW: tl.constexpr, NEED_DM: tl.constexpr, NEED_DB: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """dW (V, D) float32 (zeros on entry), dm (V,) and db (V,) of one vocabulary tile, owned by this
+    program: every row block recomputed in turn, du^T @ x added in place slice by slice of D, dm and db
+    summed in registers and stored once (no atomics)."""
+    cols = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)
+    col_ok = cols < V
+    dm = tl.zeros((BLOCK_V,), dtype=tl.float32)
+    db = tl.zeros((BLOCK_V,), dtype=tl.float32)
+    block = 0
+    while block < row_blocks:
+        rows = block * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < N
+        tgt = tl.load(t_ptr + rows, mask=row_ok, other=-1)
+        lse = tl.load(lse_ptr + rows, mask=row_ok, other=0.0)
+        g = tl.load(g_ptr + rows, mask=row_ok, other=0.0)
+        du, acc, scale = _tile_grad(
+            x_ptr, w_ptr, m_ptr, b_ptr, rows, cols, row_ok, col_ok, tgt, lse, g, V, stride_x, stride_w,
+            smooth, z_loss, cap, cap_scale, cap_shift,
+            D, HAS_SCALE, HAS_BIAS, CAP, PRECISION, DOT, UPCAST, BLOCK_N, BLOCK_V, BLOCK_D,
+        )  # fmt: skip
+        if NEED_DB:
+            db += tl.sum(du, axis=0)
+        if NEED_DM:
+            dm += tl.sum(du * acc, axis=0)
+        if NEED_DW:
+            dq = _operand(du * scale[None, :], DOT, UPCAST)
+            for d0 in range(0, D, BLOCK_D):
+                ds = d0 + tl.arange(0, BLOCK_D)
+                d_ok = ds < D
+                x_ok = row_ok[:, None] & d_ok[None, :]
+                xb = tl.load(x_ptr + rows[:, None] * stride_x + ds[None, :], mask=x_ok, other=0.0)
+                out = dw_ptr + cols[:, None] * D + ds[None, :]
+                ok = col_ok[:, None] & d_ok[None, :]
+                part = tl.dot(tl.trans(dq), _operand(xb, DOT, UPCAST), input_precision=PRECISION)
+                tl.store(out, tl.load(out, mask=ok, other=0.0) + part, mask=ok)
+            tl.debug_barrier()
+        block += 1
+    if NEED_DB:
+        tl.store(db_ptr + cols, db, mask=col_ok)
+    if NEED_DM:
+        tl.store(dm_ptr + cols, dm, mask=col_ok)

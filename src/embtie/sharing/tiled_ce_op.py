@@ -5,7 +5,8 @@ graph break) run the same code.
 Forward: x (N, D), W (V, D) (float32 or bfloat16, multiplied in the compute dtype), an optional per-row scale m (V,)
 and bias b (V,) in float32, targets (N,) -> (mean loss (0-d float32), lse (N,) float32). It holds nothing
 but lse for backward: the kernel writes four (S, N) float32 partials per vocabulary split S, combined here.
-Backward recomputes every (BLOCK_N, BLOCK_V) tile from x, W and lse, and returns dx (N, D), dW (V, D),
+Backward recomputes every (BLOCK_N, BLOCK_V) tile from x, W and lse, twice (one kernel per row block for
+dx, one per vocabulary tile for dW, dm and db: no atomics, deterministic), and returns dx (N, D), dW (V, D),
 dm (V,), db (V,), accumulated in float32 (for float32 x and W, under autocast too, the accumulators are
 the gradients; for bfloat16 ones they are 2x the size of dx and dW, rounded at the end).
 """
@@ -231,17 +232,27 @@ def tiled_ce_backward(
     dm = torch.zeros(v, dtype=f32, device=x.device) if need_dm else x.new_empty(0, dtype=f32)
     db = torch.zeros(v, dtype=f32, device=x.device) if need_db else x.new_empty(0, dtype=f32)
     c, s, shift = _cap_args(softcap, cap_scale, cap_shift)
+    row_blocks, v_tiles = -(-n // blocks.n), -(-v // blocks.v)
+    shared = dict(
+        HAS_SCALE=scale is not None, HAS_BIAS=bias is not None, CAP=_cap_code(softcap, cap_form),
+        PRECISION=_precision(dot), DOT=kernels().DOTS[compute], UPCAST=_upcast(x, dot),
+        BLOCK_N=blocks.n, BLOCK_V=blocks.v, BLOCK_D=blocks.d, num_warps=blocks.warps, num_stages=blocks.stages,
+    )  # fmt: skip
+    m_arg, b_arg = lse if scale is None else scale, lse if bias is None else bias
     with _device_guard(x):
-        kernels().tiled_ce_backward_kernel[(-(-n // blocks.n), -(-v // blocks.v))](
-            x, weight, lse if scale is None else scale, lse if bias is None else bias, targets, lse, g,
-            dx, dw, dm, db,
-            n, v, x.stride(0), weight.stride(0),
-            float(label_smoothing), float(z_loss), c, s, shift,
-            D=d, HAS_SCALE=scale is not None, HAS_BIAS=bias is not None, CAP=_cap_code(softcap, cap_form),
-            PRECISION=_precision(dot), DOT=kernels().DOTS[compute], UPCAST=_upcast(x, dot),
-            NEED_DX=need_dx, NEED_DW=need_dw, NEED_DM=need_dm, NEED_DB=need_db,
-            BLOCK_N=blocks.n, BLOCK_V=blocks.v, BLOCK_D=blocks.d, num_warps=blocks.warps, num_stages=blocks.stages,
-        )  # fmt: skip
+        if need_dx:
+            kernels().tiled_ce_backward_x_kernel[(row_blocks,)](
+                x, weight, m_arg, b_arg, targets, lse, g, dx,
+                n, v, x.stride(0), weight.stride(0), v_tiles,
+                float(label_smoothing), float(z_loss), c, s, shift, D=d, **shared,
+            )  # fmt: skip
+        if need_dw or need_dm or need_db:
+            kernels().tiled_ce_backward_w_kernel[(v_tiles,)](
+                x, weight, m_arg, b_arg, targets, lse, g, dw, dm, db,
+                n, v, x.stride(0), weight.stride(0), row_blocks,
+                float(label_smoothing), float(z_loss), c, s, shift, D=d,
+                NEED_DW=need_dw, NEED_DM=need_dm, NEED_DB=need_db, **shared,
+            )  # fmt: skip
     return dx.to(x.dtype), dw.to(weight.dtype), dm, db
 
 
