@@ -111,8 +111,10 @@ def test_float32_sigmoid_cap_z_loss_and_factorized_heads(name: str, options: dic
 
 def test_float32_ignore_index_inside_the_vocabulary_and_hadamard_fast_head(monkeypatch: pytest.MonkeyPatch) -> None:
     """An ignore_index that is a real id (4) is skipped like -100; hadamard's structured head runs on its
-    dense matrix, with a learned projection."""
+    dense matrix, with a learned projection. Tiles of 32 tokens, for 64 programs: the dx kernel, short of
+    row blocks, takes 16 (the dW kernel keeps 32)."""
     monkeypatch.setattr(hadamard_transform, "FAST_MIN_ORDER", 1)
+    monkeypatch.setattr(tiled_ce_op, "BLOCKS", tiled_ce_op.Blocks(n=32, v=32, d=16, warps=4, stages=1, programs=64))
     s = _strategy("hadamard", target_dim=128, bias=True)
     assert s.head().structured is not None
     h, t = _inputs()

@@ -240,11 +240,12 @@ def tiled_ce_backward(
     )  # fmt: skip
     m_arg, b_arg = lse if scale is None else scale, lse if bias is None else bias
     with _device_guard(x):
-        if need_dx:
-            kernels().tiled_ce_backward_x_kernel[(row_blocks,)](
+        if need_dx:  # fewer row blocks than multiprocessors: halve them (each program owns its rows' dx)
+            bn = blocks.n if row_blocks >= blocks.programs // 4 else max(16, blocks.n // 2)
+            kernels().tiled_ce_backward_x_kernel[(-(-n // bn),)](
                 x, weight, m_arg, b_arg, targets, lse, g, dx,
                 n, v, x.stride(0), weight.stride(0), v_tiles,
-                float(label_smoothing), float(z_loss), c, s, shift, D=d, **shared,
+                float(label_smoothing), float(z_loss), c, s, shift, D=d, **{**shared, "BLOCK_N": bn},
             )  # fmt: skip
         if need_dw or need_dm or need_db:
             kernels().tiled_ce_backward_w_kernel[(v_tiles,)](
