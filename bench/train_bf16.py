@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from bench.common import Section, fmt, interleaved, md_table, pick_device, sync
-from bench.compile_speed import Shape, Step, flops_per_token, shapes
+from bench.common import Section, fmt, interleaved, md_table, pick_device
+from bench.compile_speed import Shape, Step, flops_per_token, matmul_peak, shapes
 from embtie.models.gpt import GPTConfig
 from embtie.planning.hardware import GPUS
 
@@ -36,17 +36,7 @@ def gpt2_shape(batch: int, tokens: int = 1024) -> Shape:
 
 def bf16_peak(device: torch.device) -> float:
     """FLOP/s of the best of 5 bf16 square matmuls (8192 on CUDA, 512 on the CPU), measured here."""
-    n = 8192 if device.type == "cuda" else 512
-    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    best = float("inf")
-    for _ in range(5):
-        sync(device)
-        t0 = time.perf_counter()
-        a @ b
-        sync(device)
-        best = min(best, time.perf_counter() - t0)
-    return 2 * n**3 / best
+    return matmul_peak(device, torch.bfloat16, 8192 if device.type == "cuda" else 512)
 
 
 def datasheet_peak(device: torch.device) -> tuple[float, str] | None:
