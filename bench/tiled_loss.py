@@ -165,8 +165,10 @@ def run(device_name: str = "auto", repeats: int = 3, budget_s: float | None = No
         for m, sec in times.items():
             ratio = sec / base if base else float("nan")
             mem = extra.get(m)
-            rows.append([case.label, m, fmt(1e3 * sec, 2), fmt(ratio, 3), "n/a" if mem is None else fmt(mem, 0)])
-            figures[f"time_ratio[{case.label}][{m}]"] = ratio
+            shown = fmt(ratio, 3) if base else ""
+            rows.append([case.label, m, fmt(1e3 * sec, 2), shown, "n/a" if mem is None else fmt(mem, 0)])
+            if base:
+                figures[f"time_ratio[{case.label}][{m}]"] = ratio
             if mem is not None:
                 figures[f"extra_mib[{case.label}][{m}]"] = mem
         print("  " + ", ".join(f"{m} {1e3 * s:.2f} ms" for m, s in times.items()), flush=True)
