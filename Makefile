@@ -20,7 +20,7 @@ CONSTRAINTS := constraints/cpu.txt
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,hf,caption,slurm]'
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev,hf,caption,slurm,gpu]'
 	@touch $@
 
 venv: $(BIN)/.installed

@@ -6,6 +6,8 @@
     python -m bench --device cuda        # the same on a GPU
     python -m bench --only lce_anchor    # embtie's loss vs torch's linear_cross_entropy (--quick: small)
     python -m bench --only compile       # torch.compile (inductor) vs eager training steps
+    python -m bench --only tiled_loss    # the tiled loss vs plain, chunked, Liger, CCE (a grid of N, V)
+    python -m bench --only train_bf16    # bf16 compiled GPT-2 small training vs a nanoGPT-style model
 
 Each section of BENCHMARKS.md records its own date, machine, torch version and command, so
 sections run at different times stay attributable.
@@ -24,7 +26,20 @@ from pathlib import Path
 
 import torch
 
-from bench import adaptive, beam, compile_speed, conv_mt, hadamard, hf_gpt2, lce_anchor, loss_memory, overhead, peak
+from bench import (
+    adaptive,
+    beam,
+    compile_speed,
+    conv_mt,
+    hadamard,
+    hf_gpt2,
+    lce_anchor,
+    loss_memory,
+    overhead,
+    peak,
+    tiled_loss,
+    train_bf16,
+)
 from bench.common import ROOT, Section, machine, pick_device
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
@@ -49,9 +64,16 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
     "lce_anchor": lambda a: lce_anchor.run(
         a.device, a.repeats or (1 if a.quick or a.tiny else 2), a.quick, a.large, a.tiny
     ),
+    "tiled_loss": lambda a: tiled_loss.run(a.device, a.repeats or 3, a.tiled_budget_s, a.tiny),
+    "train_bf16": lambda a: train_bf16.run(
+        a.device, a.repeats or 5, a.train_batch, tuple(a.train_strategies.split(",")), a.train_budget_s, a.tiny
+    ),
 }
 NEEDS_HF = ("hf_gpt2", "beam")
 LARGE_ONLY = ("loss_large",)
+GPU_DEFAULT = ("tiled_loss", "train_bf16")
+"""sections the default run (no --only) includes on CUDA only: on the CPU the tiled loss runs in Triton's
+interpreter and GPT-2 small at 32 x 1024 tokens takes minutes a step."""
 
 HEADER = """# Benchmarks
 
@@ -115,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="of the strategy-overhead steps")
     p.add_argument("--memory-only", action="store_true", help="loss section: the memory table only")
     p.add_argument("--quick", action="store_true", help="lce_anchor section: small sizes, one round")
-    p.add_argument("--tiny", action="store_true", help="lce_anchor section: one tiny case (seconds; for tests)")
+    p.add_argument(
+        "--tiny", action="store_true", help="lce_anchor, tiled_loss, train_bf16: tiny sizes (seconds; for tests)"
+    )
     p.add_argument(
         "--overhead-batch", type=int, default=None, help="overhead section: sequences per step (default: preset's 16)"
     )
@@ -124,10 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--compile-budget-s", type=float, default=None, help="compile section: start nothing new after this long"
     )
+    p.add_argument("--tiled-budget-s", type=float, default=None, help="tiled_loss: start no new case after this")
+    p.add_argument("--train-batch", type=int, default=32, help="train_bf16: sequences of 1024 tokens per step")
+    p.add_argument("--train-strategies", default=",".join(train_bf16.STRATEGIES), help="train_bf16: strategies")
+    p.add_argument("--train-budget-s", type=float, default=None, help="train_bf16: build no model after this")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="markdown file to update ('' = none)")
     args = p.parse_args(argv)
     if args.only is None:
-        names = [n for n in SECTIONS if args.large or n not in LARGE_ONLY]
+        cuda = pick_device(args.device).type == "cuda"
+        names = [n for n in SECTIONS if (args.large or n not in LARGE_ONLY) and (cuda or n not in GPU_DEFAULT)]
     else:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in SECTIONS]

@@ -105,11 +105,11 @@ def flops_per_token(shape: Shape) -> float:
     return 6 * weights + 12 * m.n_layers * m.dim * shape.tokens
 
 
-def matmul_peak(device: torch.device) -> float:
-    """FLOP/s of the best of 5 float32 square matmuls on ``device`` (4096 on CUDA, 1024 on the CPU),
-    measured here: the peak the MFU column is a fraction of."""
-    n = 4096 if device.type == "cuda" else 1024
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+def matmul_peak(device: torch.device, dtype: torch.dtype = torch.float32, n: int | None = None) -> float:
+    """FLOP/s of the best of 5 square matmuls of ``dtype`` on ``device`` (n: 4096 on CUDA, 1024 on the
+    CPU), measured here: the peak the MFU column is a fraction of."""
+    n = n or (4096 if device.type == "cuda" else 1024)
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     best = float("inf")
     for _ in range(5):
         sync(device)

@@ -95,6 +95,9 @@ class Step:
     packs: Callable[[Path], list[Path]] = lambda work: []
     """work dir -> the files (beyond the step's log folder) that go into its pack."""
     budget_s: float = 540.0
+    version: int = 1
+    """raised when a step measures something new: a committed status.json of an older version does not count
+    as done (``done``), so the queue runs the step again."""
     carry: tuple[str, ...] = BASE_WHEELS
     """what the lent machine's call names in ``carry``: with the tracked tree (about 55 MiB, growing with the
     committed results) it must stay under the 64 MiB a call sends, so each step carries only the wheels and the
@@ -128,7 +131,10 @@ def _report_files(work: Path) -> list[Path]:
 
 GPU_BENCH = ["--device", "cuda", "--threads", "4"]
 FIRST_STRATEGIES = ("tied", "untied", "l2norm", "cosine")
-"""the strategies the first step measures compiled and eager at GPT-2 small (the rest: step compile-rest)."""
+"""the strategies the first step's version 1 measured compiled and eager at GPT-2 small (the rest: step
+compile-rest)."""
+TRAIN_STRATEGIES = ("tied", "untied", "l2norm")
+"""the strategies the first step trains in bf16, compiled, beside the nanoGPT-style reference."""
 
 
 def _rest() -> str:
@@ -141,30 +147,31 @@ def _compile_args(strategies: str, budget_s: int) -> list[str]:
     return ["--compile-shapes", "gpt2", "--compile-strategies", strategies, "--compile-budget-s", str(budget_s)]
 
 
+FIRST_SECTIONS = ["--only", "tiled_loss,train_bf16"]
+FIRST_GPU = [*GPU_BENCH, "--repeats", "3", *FIRST_SECTIONS, "--tiled-budget-s", "170", "--train-batch", "32",
+             "--train-strategies", ",".join(TRAIN_STRATEGIES), "--train-budget-s", "150"]  # fmt: skip
+"""the first step on the GPU: the loss grid starts no case after 170 s, the training no model after 150 s of
+its own, so that both end within the step's 8 minutes with the machine's python and CUDA start."""
+FIRST_DRY = ["--device", "cpu", "--repeats", "1", *FIRST_SECTIONS, "--tiny", "--train-strategies", "tied"]
 TINY_COMPILE = ["--device", "cpu", "--repeats", "1", "--compile-shapes", "tiny", "--compile-strategies", "tied"]
 STEPS: dict[str, Step] = {
     "first": Step(
         "first",
-        "what matters most, in one command of at most 8 minutes: embtie's GPT-2-small-shaped GPT compiled vs "
-        f"eager with {', '.join(FIRST_STRATEGIES)} against a nanoGPT-style model of the same shape (tokens/s, "
-        "MFU), then embtie's loss vs torch's linear_cross_entropy, Liger-Kernel and Cut Cross-Entropy",
+        "what matters most, in one command of at most 8 minutes: the tiled loss against plain, chunked, "
+        "Liger-Kernel and Cut Cross-Entropy on a grid of N and V (time, extra memory; fp32 and bf16), then "
+        "bf16 compiled training of GPT-2 small at 32 x 1024 tokens, embtie's "
+        f"{', '.join(TRAIN_STRATEGIES)} against a nanoGPT-style model (tokens/s, MFU). Version 1 (2026-11-27) "
+        f"measured compiled vs eager fp32 at 8 x 256 with {', '.join(FIRST_STRATEGIES)} and the fused-loss anchor",
         lambda py, dry, work: _bench(
             py,
             dry,
             work,
             "first",
-            [
-                *GPU_BENCH,
-                "--repeats",
-                "3",
-                "--only",
-                "compile,lce_anchor",
-                "--quick",
-                *_compile_args(",".join(FIRST_STRATEGIES), 300),
-            ],
-            [*TINY_COMPILE, "--only", "compile,lce_anchor", "--tiny"],
+            FIRST_GPU,
+            FIRST_DRY,
         ),
         budget_s=480.0,
+        version=2,
         carry=(*BASE_WHEELS, *FUSED_WHEELS),
     ),
     "tests": Step(
@@ -360,7 +367,8 @@ def run_step(name: str, dry: bool, work: Path, out: Path, python: str, budget_s:
             else:  # the budget is spent: recorded as not run
                 log.write(f"[campaign] not run, the step's time budget is spent: {' '.join(cmd)}\n")
                 result.commands.append({"command": cmd, "returncode": None, "seconds": 0.0, "timed_out": True})
-    status = {"step": name, "dry_run": dry, "ok": result.ok, "machine": result.machine, "commands": result.commands}
+    status = {"step": name, "version": step.version, "dry_run": dry, "ok": result.ok, "machine": result.machine,
+              "commands": result.commands}  # fmt: skip
     (logs / "status.json").write_text(json.dumps(status, indent=2) + "\n")
     target = pack(step, work, out)
     print(f"[campaign] step {name}: {'ok' if result.ok else 'FAILED'}; packed {target}", flush=True)
@@ -369,12 +377,14 @@ def run_step(name: str, dry: bool, work: Path, out: Path, python: str, budget_s:
 
 def done(name: str, root: Path = ROOT) -> bool:
     """Whether step ``name`` has run on a GPU and its results are in the repository (its status.json there,
-    ok and not a dry run): the queue's memory across lendings, since every lent machine starts bare."""
+    ok, not a dry run, and of the step's current version: a status without one is version 1): the queue's
+    memory across lendings, since every lent machine starts bare."""
     status = root / LOGS / name / "status.json"
     if not status.is_file():
         return False
     info = json.loads(status.read_text())
-    return bool(info.get("ok")) and not info.get("dry_run", True)
+    current = info.get("version", 1) >= STEPS[name].version
+    return bool(info.get("ok")) and not info.get("dry_run", True) and current
 
 
 def queue(root: Path = ROOT) -> list[str]:

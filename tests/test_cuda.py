@@ -190,3 +190,56 @@ def test_hf_patched_gpt2_on_cuda_reproduces_the_unpatched_logits():
         l2 = eh.apply(copy.deepcopy(ref), "l2norm")
         h = l2.base_model(input_ids=ids).last_hidden_state
         _close(l2(input_ids=ids).logits, l2.embtie_sharing.logits(h), 1e-5)
+
+
+@pytest.mark.parametrize("name", [n for n in sharing.names() if n != "adaptive"])
+def test_tiled_loss_equals_the_cpu_plain_loss(name):
+    """The tiled loss's Triton kernels compiled for the GPU (float32 without TF32, so their dots are IEEE)
+    give the CPU plain loss and gradients, with a bias, a learned scale, a soft-cap, smoothing, ignored ids."""
+    pytest.importorskip("triton", reason="the tiled loss needs triton (pip install -e '.[gpu]')")
+    torch.manual_seed(0)
+    options = {"bias": True, "logit_scale": "learned", "softcap": 5.0}
+    cpu = sharing.build(name, vocab_size=V, dim=D, **options)
+    gpu = copy.deepcopy(cpu).to(CUDA)
+    g = torch.Generator().manual_seed(1)
+    h = torch.randn(3, 70, D, generator=g)
+    t = torch.randint(0, V, (3, 70), generator=g)
+    t[0, :4] = -100
+    kw = {"label_smoothing": 0.1}
+    ref = _loss_and_grads(cpu, h, t, impl="plain", **kw)
+    got = _loss_and_grads(gpu, h.to(CUDA), t.to(CUDA), impl="tiled", **kw)
+    _close(got[0], ref[0], 1e-5)
+    _close(got[1], ref[1], 1e-4)
+    assert set(got[2]) == set(ref[2])
+    for k in ref[2]:
+        _close(got[2][k], ref[2][k], 1e-4)
+
+
+def test_tiled_loss_is_auto_on_cuda_in_bf16_and_leaner_than_chunked():
+    """auto picks the tiled loss on CUDA (above the tiny-problem size); under bf16 autocast it agrees with
+    plain, and its peak memory at 8192 x 32768 x 512 is below the chunked loss's."""
+    pytest.importorskip("triton", reason="the tiled loss needs triton (pip install -e '.[gpu]')")
+    from embtie.sharing.head import Head
+    from embtie.sharing.tiled_ce import choose_tiled
+
+    n, v, d = 8192, 32768, 512
+    w = torch.randn(v, d, device=CUDA) * d**-0.5
+    h0 = torch.randn(n, d, device=CUDA)
+    t = torch.randint(0, v, (n,), device=CUDA)
+    assert choose_tiled("auto", Head(weight=w), h0) == "tiled"
+    peaks, losses = {}, {}
+    for impl in ("plain", "chunked", "tiled"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        wp = w.clone().requires_grad_(True)
+        h = h0.clone().requires_grad_(True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = cross_entropy(Head(weight=wp), h, t, impl=impl)
+        loss.backward()
+        torch.cuda.synchronize()
+        peaks[impl] = torch.cuda.max_memory_allocated() - base
+        losses[impl] = float(loss)
+        del wp, h, loss
+    assert losses["tiled"] == pytest.approx(losses["plain"], rel=1e-2)
+    assert peaks["tiled"] < peaks["chunked"], peaks

@@ -3,8 +3,11 @@
 Two implementations give the same numbers (to float rounding) and the same gradients:
 - ``plain``: materialise the N x V logits and call F.cross_entropy (the reference);
 - ``chunked``: embtie.sharing.chunked_ce, which never holds the N x V logits or their gradient
-  (``recompute``: the same, recomputing each chunk's logits in backward instead of forward).
-``auto`` (the default) picks ``chunked`` (measured in bench/ as fast as plain and several times
+  (``recompute``: the same, recomputing each chunk's logits in backward instead of forward);
+- ``tiled``: embtie.sharing.tiled_ce, Triton kernels that hold neither the logits nor a chunk x V buffer
+  (CUDA; the CPU only under Triton's interpreter).
+``auto`` (the default) picks ``tiled`` on CUDA where it applies (else says why once and goes on), and
+elsewhere ``chunked`` (measured in bench/ as fast as plain and several times
 leaner in memory), except for tiny problems (at most AUTO_PLAIN_MAX_LOGITS logits, where memory
 does not matter and the chunk loop's fixed cost shows); set ``embtie.sharing.loss.DEFAULT_IMPL``
 to change the default.
@@ -12,7 +15,8 @@ to change the default.
 Under ``torch.compile`` the plain loss is traced (the compiler fuses it), and the chunked ones run as
 one opaque operator (``embtie::chunked_ce``, ``chunked_ce_op``): the eager chunk loop, whose reused
 buffers, host-side token selection and hand-written backward a tracer cannot follow, runs inside it
-unchanged, so a compiled step has no graph break and keeps the chunked loss's speed and memory. The
+unchanged, so a compiled step has no graph break and keeps the chunked loss's speed and memory; the
+tiled loss is a custom operator already (``embtie::tiled_ce``). The
 effective head (scales, norms, factor) is built around it with traced autograd. Structured heads
 (hadamard's fast transform) trace the plain formula.
 """
@@ -30,8 +34,9 @@ from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head, accumulation_dtype
 from embtie.sharing.inputs import InputValueError, ranges_checked
 from embtie.sharing.inputs import check_targets as check_inputs_targets
+from embtie.sharing.tiled_ce import choose_tiled, tiled_cross_entropy
 
-IMPLS = ("auto", "plain", "chunked", "recompute")
+IMPLS = ("auto", "plain", "chunked", "recompute", "tiled")
 DEFAULT_IMPL = "auto"
 AUTO_PLAIN_MAX_LOGITS = 1 << 20
 
@@ -96,7 +101,9 @@ def cross_entropy(
     x2, t1 = x.reshape(-1, x.shape[-1]), targets.reshape(-1)
     if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
         impl = "plain"
-    if torch.compiler.is_compiling() and impl != "plain":  # traced: one opaque operator (module docstring)
+    impl = choose_tiled(impl, head, x2)  # "auto" on CUDA -> "tiled" where it applies (embtie.sharing.tiled_ce)
+    # traced: one opaque operator (module docstring)
+    if torch.compiler.is_compiling() and impl not in ("plain", "tiled"):
         if head.structured is None:
             return traced_chunked_cross_entropy(
                 head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing, chunk_size=chunk_size
@@ -104,8 +111,10 @@ def cross_entropy(
         impl = "plain"
     # free on the CPU (the chunked loss checks its own there); on a GPU only with the flag (a host sync),
     # else the kernel's own assert catches an id out of range
-    if (impl == "plain" or t1.device.type != "cpu") and ranges_checked(t1):
+    if (impl in ("plain", "tiled") or t1.device.type != "cpu") and ranges_checked(t1):
         check_targets(t1, head.vocab_size, ignore_index)
+    if impl == "tiled":
+        return tiled_cross_entropy(head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing)
     if impl == "plain":
         return plain_cross_entropy(head, x2, t1, ignore_index=ignore_index, label_smoothing=label_smoothing)
     head, x2 = fold_factor(head, x2)  # factorized E = A B: the product stays V x r
