@@ -32,7 +32,7 @@ def test_rho_is_the_mean_and_std_over_seeds() -> None:
 
 def test_no_word_vocabulary_says_so() -> None:
     blocks = word_similarity(cr.context(cr.comparison([_run("tied", 0, None)])))
-    assert isinstance(blocks[1], Text) and "not available" in blocks[1].text
+    assert isinstance(blocks[1], Text) and "Not available" in blocks[1].text
 
 
 def test_a_skipped_analysis_is_one_line_saying_why() -> None:

@@ -39,7 +39,7 @@ def word_similarity(ctx: ReportContext) -> list[Block]:
     notes = _skipped(ctx)
     if not all(ws.values()):
         why = " ".join(notes) or (
-            "Word similarity not available: it needs a word vocabulary with counts, and for translation an "
+            "Not available: it needs a word vocabulary with counts, and for translation an "
             "English target language (the benchmarks are English)."
         )
         return [heading, Text(why)]
