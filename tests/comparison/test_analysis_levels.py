@@ -83,7 +83,9 @@ def _own_text(folder, monkeypatch) -> list[str]:
                  "EN-WS-353-ALL.txt not found under the data root (`embtie data get wordsim` brings them)."),
     ],
 )  # fmt: skip
-def test_a_full_analysis_skips_word_similarity_it_cannot_compute_with_one_line(tmp_path, monkeypatch, tokenizer, line):
+def test_a_full_analysis_skips_word_similarity_it_cannot_compute_with_one_line(
+    tmp_path, monkeypatch, capsys, tokenizer, line
+):
     """Issue 52: word similarity on subword pieces is meaningless, and without the benchmark files (an optional
     data set) it cannot run; either way the comparison finishes and the report says why in one line."""
     files = _own_text(tmp_path, monkeypatch)
@@ -95,3 +97,7 @@ def test_a_full_analysis_skips_word_similarity_it_cannot_compute_with_one_line(t
     assert all(d["row_updates"]["batches"] > 0 and d["wordsim"] is None for d in res["diagnostics"])
     md = (tmp_path / "cmp" / "report.md").read_text()
     assert line in md and md.count("Word similarity skipped") == 1
+    capsys.readouterr()
+    assert cli.main(["analyze", str(tmp_path / "cmp" / "runs" / "tied" / "seed0")]) == 0  # `analyze` says it too
+    said = json.loads(capsys.readouterr().out.split("\ndiagnostics: ")[0])
+    assert said["wordsim"] == {} and said["wordsim_skipped"].startswith("word similarity skipped: ")
