@@ -48,8 +48,9 @@ typecheck: venv
 test-slow: venv
 	$(BIN)/python -m pytest -m slow
 
-# issue 39's journey: no ../shared, an empty HOME, a local server; raw 1.8 MB corpus to decided verdicts with
-# test verdicts in bits per byte, timed step by step (tests/data/test_corpus_journey.py): CI runs it after make test
+# the documented journey (issues 39, 52): docs/your-corpus.md's sections 1-3 as the page prints them, no ../shared,
+# no data root, an empty HOME; raw 1.8 MB corpus to decided verdicts with test verdicts in bits per byte, timed
+# step by step (tests/data/test_corpus_journey.py): CI runs it after make test
 test-journey: venv
 	$(BIN)/python -m pytest -m journey -s
 

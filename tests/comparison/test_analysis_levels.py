@@ -4,6 +4,8 @@ lighter analysis is deepened without retraining, and the rule of ``auto``."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +62,42 @@ def test_levels_drop_their_sections_and_deepen_without_retraining(tmp_path):
     before = {p: p.stat().st_mtime for p in out.glob("runs/*/*/analysis/diagnostics.json")}
     _compare(out, "light")
     assert {p: p.stat().st_mtime for p in out.glob("runs/*/*/analysis/diagnostics.json")} == before
+
+
+def _own_text(folder, monkeypatch) -> list[str]:
+    """train/valid.txt from PTB's validation text, and a data root without the word-similarity files."""
+    lines = (Path(os.environ["EMBTIE_DATA"]) / "ptb" / "ptb.valid.txt").read_text(encoding="utf-8").splitlines()
+    (folder / "train.txt").write_text("\n".join(lines[:600]) + "\n", encoding="utf-8")
+    (folder / "valid.txt").write_text("\n".join(lines[600:660]) + "\n", encoding="utf-8")
+    (folder / "empty-data-root").mkdir()
+    monkeypatch.setenv("EMBTIE_DATA", str(folder / "empty-data-root"))
+    monkeypatch.setenv("EMBTIE_CACHE", str(folder / "cache"))
+    return [f"data.train_file={folder / 'train.txt'}", f"data.valid_file={folder / 'valid.txt'}"]
+
+
+@pytest.mark.parametrize(
+    ("tokenizer", "line"),
+    [
+        ("bpe", "Word similarity skipped: the output vocabulary is not English words (subword pieces"),
+        ("word", "Word similarity skipped: EN-SIMLEX-999.txt, EN-MEN-TR-3k.txt, EN-MTurk-771.txt, "
+                 "EN-WS-353-ALL.txt not found under the data root (`embtie data get wordsim` brings them)."),
+    ],
+)  # fmt: skip
+def test_a_full_analysis_skips_word_similarity_it_cannot_compute_with_one_line(
+    tmp_path, monkeypatch, capsys, tokenizer, line
+):
+    """Issue 52: word similarity on subword pieces is meaningless, and without the benchmark files (an optional
+    data set) it cannot run; either way the comparison finishes and the report says why in one line."""
+    files = _own_text(tmp_path, monkeypatch)
+    argv = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--out", str(tmp_path / "cmp"),
+            "--no-progress", "--analysis", "full", *TINY, *files, f"data.tokenizer={tokenizer}",
+            "data.vocab_size=200", "data.min_count=1"]  # fmt: skip
+    assert cli.main(argv) == 0
+    res = json.loads((tmp_path / "cmp" / "results.json").read_text())
+    assert all(d["row_updates"]["batches"] > 0 and d["wordsim"] is None for d in res["diagnostics"])
+    md = (tmp_path / "cmp" / "report.md").read_text()
+    assert line in md and md.count("Word similarity skipped") == 1
+    capsys.readouterr()
+    assert cli.main(["analyze", str(tmp_path / "cmp" / "runs" / "tied" / "seed0")]) == 0  # `analyze` says it too
+    said = json.loads(capsys.readouterr().out.split("\ndiagnostics: ")[0])
+    assert said["wordsim"] == {} and said["wordsim_skipped"].startswith("word similarity skipped: ")

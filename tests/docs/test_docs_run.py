@@ -80,7 +80,7 @@ STAND_INS: dict[tuple[str, str], Callable[[Path], object] | str] = {
 EXPECTED_ANNOTATED: dict[tuple[str, str], bool] = {
     ('README.md', 'make run'): True,
     ('README.md', 'pip install torch --index-url https://download.pytorch.org/whl/cpu'): False,
-    ('README.md', 'pip install ./embtie'): False,
+    ('README.md', 'python -m venv .venv && . .venv/bin/activate'): False,
     ('docs/captioning.md', "pip install -e '.[caption]'"): False,
     ('docs/captioning.md', 'embtie data get mscoco'): False,
     ('docs/cluster.md', "pip install 'embtie[slurm]'"): False,

@@ -155,6 +155,10 @@ def test_from_pretrained_refuses_a_patched_checkpoint_in_one_line_naming_embtie_
     with pytest.raises(ValueError, match=r"embtie\.hf\.load\(path\)") as info:
         getattr(transformers, loader).from_pretrained(tmp_path / "saved")
     assert "\n" not in str(info.value) and "'l2norm'" in str(info.value)
+    # transformers' words call the file incorrect; embtie's answer, after them, says what the folder is
+    said = str(info.value).split("nothing is wrong with the files: ", 1)
+    assert len(said) == 2 and said[1].startswith("this folder is an embtie save")
+    assert "the one call that loads it is embtie.hf.load(path)" in said[1]
     # embtie.hf.load reads the folder; the config it gives back is clean, and saving again guards again
     loaded = eh.load(tmp_path / "saved")
     assert "transformers_weights" not in loaded.config.to_dict()

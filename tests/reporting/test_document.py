@@ -3,10 +3,6 @@ real headless Chromium (skipped, with the reason, when no chromium is installed)
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -16,7 +12,8 @@ import pytest
 from embtie.analysis.norms import norm_histogram
 from embtie.analysis.records import NormHistograms
 from embtie.comparison.records import LossCurves
-from embtie.reporting import document, plots
+from embtie.reporting import curve_plot, document, plots
+from headless_chromium import MISSING, chromium, render_screenshot
 
 
 def _fake_figures(tmp: Path) -> list[document.Figure]:
@@ -34,7 +31,7 @@ def _fake_figures(tmp: Path) -> list[document.Figure]:
         for name, start in (("tied", 20.0), ("untied", 4.0))
     }
     counts = np.sort(rng.zipf(1.5, 500))[::-1]
-    p1 = plots.learning_curves(curves, tmp / "curves.png", ln_v=np.log(500))
+    p1 = curve_plot.learning_curves(curves, tmp / "curves.png", ln_v=np.log(500))
     hists = {"input": norm_histogram(rng.gamma(4, 1, 500)), "output": norm_histogram(rng.gamma(5, 1, 500))}
     p2 = plots.norm_histograms({"tied": NormHistograms.from_json(hists)}, tmp / "norms.png")
     p3 = plots.norm_vs_frequency(
@@ -72,40 +69,7 @@ def test_markdown_and_html_are_written_with_figures(tmp_path):
         assert img.shape[0] > 200 and img.shape[1] > 200 and img[..., :3].std() > 0.01
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def render_screenshot(html_path: Path, png_path: Path, width: int = 1200, height: int = 2400) -> None:
-    """Draw ``html_path`` with headless Chromium into ``png_path``."""
-    exe = _chromium()
-    assert exe is not None
-    with tempfile.TemporaryDirectory() as profile:
-        cmd = [
-            exe,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--hide-scrollbars",
-            f"--user-data-dir={profile}",
-            f"--window-size={width},{height}",
-            f"--screenshot={png_path}",
-            html_path.resolve().as_uri(),
-        ]
-        subprocess.run(cmd, check=True, capture_output=True, timeout=120, env={**os.environ, "HOME": profile})
-
-
-@pytest.mark.skipif(
-    _chromium() is None, reason="chromium is not installed (apt-get install -y chromium); .ci/run installs it"
-)
+@pytest.mark.skipif(chromium() is None, reason=MISSING)
 def test_html_report_renders_in_headless_chromium(tmp_path):
     _, page = document.write(_report(tmp_path), tmp_path)
     shot = tmp_path / "shot.png"

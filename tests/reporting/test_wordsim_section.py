@@ -33,3 +33,19 @@ def test_rho_is_the_mean_and_std_over_seeds() -> None:
 def test_no_word_vocabulary_says_so() -> None:
     blocks = word_similarity(cr.context(cr.comparison([_run("tied", 0, None)])))
     assert isinstance(blocks[1], Text) and "Not available" in blocks[1].text
+
+
+def test_a_skipped_analysis_is_one_line_saying_why() -> None:
+    """The reason the analysis recorded (subword pieces; a missing benchmark file) is the section's line."""
+    why = "word similarity skipped: the output vocabulary is not English words"
+    runs = [cr.run(s, 0, diag=cr.diagnostics(wordsim=None, wordsim_skipped=why)) for s in ("tied", "untied")]
+    blocks = word_similarity(cr.context(cr.comparison(runs)))
+    assert len(blocks) == 2 and isinstance(blocks[1], Text)
+    assert blocks[1].text == "Word similarity skipped: the output vocabulary is not English words."
+
+
+def test_benchmarks_left_out_are_named_under_the_table() -> None:
+    why = "word similarity without: EN-MEN-TR-3k.txt not found under the data root"
+    blocks = word_similarity(cr.context(cr.comparison([cr.run("tied", 0, diag=cr.diagnostics(
+        wordsim={"SimLex-999": cr.wordsim(0.1, 0.2)}, wordsim_skipped=why))])))  # fmt: skip
+    assert isinstance(blocks[1], Table) and isinstance(blocks[2], Text) and "EN-MEN-TR-3k.txt" in blocks[2].text

@@ -237,6 +237,9 @@ class RunDiagnostics(Record):
     """None when the task has no training counts of its output vocabulary."""
     wordsim: dict[str, WordSimilarity] | None
     """benchmark -> scores; None without an English word vocabulary."""
+    wordsim_skipped: str | None = optional()
+    """why word similarity was not computed (or not on every benchmark), in one sentence for the report:
+    subword pieces, another language, a missing benchmark file; None when it was, or was not asked for."""
     translation: TranslationQuality | None = None
     captioning: CaptioningQuality | None = None
     row_updates: RowUpdates | None

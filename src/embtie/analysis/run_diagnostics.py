@@ -103,11 +103,19 @@ def strategy_of(model: nn.Module) -> sharing.SharingStrategy:
 
 @dataclass
 class _Vocabulary:
-    """What the output vocabulary's training counts give: norm vs frequency, word similarity."""
+    """What the output vocabulary's training counts give: norm vs frequency, word similarity (or why not)."""
 
     counts: np.ndarray | None = None
     norm_frequency: NormFrequency | None = None
     wordsim: dict[str, WordSimilarity] | None = None
+    wordsim_skipped: str | None = None
+
+
+def _word_similarity(s: sharing.SharingStrategy, words: dict[str, int] | None) -> tuple[dict | None, str | None]:
+    """``wordsim.available_table`` of the strategy's vectors, as records."""
+    with torch.no_grad():
+        raw, note = wordsim.available_table(s.input_vectors(), s.output_vectors(), words)
+    return (None if raw is None else {n: WordSimilarity.from_json(v) for n, v in raw.items()}), note
 
 
 def _vocabulary(
@@ -117,15 +125,12 @@ def _vocabulary(
     counts (always for translation, whose counts cover the target vocabulary)."""
     counts = task.output_token_counts()
     if counts is None or not (translates or len(counts) == s.vocab_size):
-        return _Vocabulary()
+        return _Vocabulary(wordsim_skipped=wordsim.NO_COUNTS if wordsims else None)
     nf = NormFrequency.from_json({k: frequency.norm_frequency_correlation(a, counts) for k, a in io.items()})
-    words = task.english_words() if wordsims else None
-    table = None
-    if words is not None:
-        with torch.no_grad():
-            raw = wordsim.word_similarity_table(s.input_vectors(), s.output_vectors(), words)
-        table = {name: WordSimilarity.from_json(scores) for name, scores in raw.items()}
-    return _Vocabulary(counts, nf, table)
+    if not wordsims:
+        return _Vocabulary(counts, nf)
+    table, note = _word_similarity(s, task.english_words())
+    return _Vocabulary(counts, nf, table, note)
 
 
 def _row_updates(task: Task, model: nn.Module, s: sharing.SharingStrategy, n_batches: int) -> dict[str, Any]:
@@ -197,6 +202,7 @@ def diagnose(
         norms=NormHistograms.from_json(hists),
         norm_frequency=vocab.norm_frequency,
         wordsim=vocab.wordsim,
+        wordsim_skipped=vocab.wordsim_skipped,
         translation=translation,
         captioning=captioning,
         row_updates=None

@@ -88,6 +88,12 @@ def similarity_correlation(vectors: Tensor, stoi: dict[str, int], pairs: list[Pa
     return {"rho": float(res.statistic), "pvalue": float(res.pvalue), **out}
 
 
+def missing_benchmarks(benchmarks: list[str] | None = None) -> list[Path]:
+    """The files of ``benchmarks`` (default: all four) that are not on the data root: an optional data
+    set (``embtie data get wordsim``) whose absence skips word similarity rather than failing an analysis."""
+    return [p for p in (BENCHMARKS[n].path() for n in benchmarks or list(BENCHMARKS)) if not p.is_file()]
+
+
 def word_similarity_table(
     input_vectors: Tensor, output_vectors: Tensor, stoi: dict[str, int], benchmarks: list[str] | None = None
 ) -> dict[str, dict[str, dict]]:
@@ -100,3 +106,35 @@ def word_similarity_table(
             "output": similarity_correlation(output_vectors, stoi, pairs),
         }
     return table
+
+
+NOT_WORDS = (
+    "word similarity skipped: the output vocabulary is not English words (subword pieces, or another "
+    "language), and the benchmarks pair English words"
+)
+"""the report's line when the run's tokens are not words the benchmarks could name."""
+NO_COUNTS = "word similarity skipped: the run's output vocabulary has no training counts"
+"""the report's line when the task knows no counts of its output vocabulary (its vocabulary facts)."""
+
+
+def missing_files_note(missing: list[Path], total: int) -> str:
+    """The report's line for benchmark files absent from the data root (all ``total`` of them, or some)."""
+    names = ", ".join(p.name for p in missing)
+    head = "word similarity skipped" if len(missing) == total else "word similarity without"
+    return f"{head}: {names} not found under the data root (`embtie data get wordsim` brings them)"
+
+
+def available_table(
+    input_vectors: Tensor, output_vectors: Tensor, words: dict[str, int] | None
+) -> tuple[dict[str, dict[str, dict]] | None, str | None]:
+    """``word_similarity_table`` on the benchmarks whose files are present, and the one line saying what
+    was skipped and why (None when nothing was): word similarity is optional, so vectors of subword pieces
+    (``words`` None) or a missing benchmark file skip it instead of failing the analysis."""
+    if words is None:
+        return None, NOT_WORDS
+    missing = missing_benchmarks()
+    present = [n for n, f in BENCHMARKS.items() if f.path() not in missing]
+    note = missing_files_note(missing, len(BENCHMARKS)) if missing else None
+    if not present:
+        return None, note
+    return word_similarity_table(input_vectors, output_vectors, words, present), note

@@ -118,6 +118,7 @@ def summary_lines(diag: RunDiagnostics) -> dict[str, object]:
         "norms": {k: {"mean": h.mean, "std": h.std, "min": h.min, "max": h.max} for k, h in hists.items()},
         "norm_frequency_rho": {} if nf is None else {"input": nf.input.rho, "output": nf.output.rho},
         "wordsim": {b: {"input": e.input.rho, "output": e.output.rho} for b, e in (diag.wordsim or {}).items()},
+        **({"wordsim_skipped": diag.wordsim_skipped} if diag.wordsim_skipped else {}),
         "row_updates": {}
         if ru is None
         else {

@@ -24,10 +24,14 @@ GUARD_KEY = "transformers_weights"
 
 
 def guard_message(strategy: str) -> str:
-    """The value of the guard: what ``from_pretrained`` prints last (one line, naming embtie.hf.load)."""
+    """The value of the guard: the one line ``from_pretrained`` prints last, after transformers' own words
+    ("... seems to be incorrect: it is neither a safetensors file ... nor ..."): that nothing is wrong with
+    the files, what the folder is, and the one call that loads it."""
     return (
-        f"this folder holds a model patched by embtie (strategy {strategy!r}), which from_pretrained cannot "
-        "rebuild; load it with embtie.hf.load(path), or write stock weights with embtie.hf.export(model, out)"
+        f"nothing is wrong with the files: this folder is an embtie save (a model patched with strategy "
+        f"{strategy!r}; model.safetensors holds its tables under embtie_sharing.*), which from_pretrained cannot "
+        "rebuild; the one call that loads it is embtie.hf.load(path) (embtie.hf.export(model, out) writes "
+        "stock weights that from_pretrained loads)"
     )
 
 

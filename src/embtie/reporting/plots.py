@@ -25,7 +25,6 @@ from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
     from embtie.analysis.records import NormHistograms, ParameterCounts
-    from embtie.comparison.records import LossCurves
 
 DPI = 110
 
@@ -119,53 +118,6 @@ def _grid(n: int, max_cols: int = 4, size: tuple[float, float] = (3.4, 2.7)) -> 
     for ax in flat[n:]:
         ax.set_visible(False)
     return fig, flat
-
-
-def _band(
-    steps_list: Sequence[Sequence[float]], values_list: Sequence[Sequence[float]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Align seed curves on their common steps -> (steps, mean, min, max)."""
-    common = sorted(set.intersection(*(set(s) for s in steps_list))) if steps_list else []
-    if not common:
-        return np.array([]), np.array([]), np.array([]), np.array([])
-    stack = np.array([[dict(zip(s, v))[c] for c in common] for s, v in zip(steps_list, values_list)], dtype=float)
-    return np.array(common, dtype=float), stack.mean(0), stack.min(0), stack.max(0)
-
-
-def learning_curves(curves: Mapping[str, Sequence[LossCurves]], path: Path, ln_v: float | None = None) -> Path:
-    """Train and valid loss against step, one line per strategy (seed mean) with a min-max band over seeds.
-
-    curves: {strategy: the curves of its seeds}. The y axis is cut at ln V + 1.5 (a uniform guess is ln V)
-    so that the huge initial losses do not flatten the rest; the step-0 figure shows them whole.
-    """
-    colors = strategy_colors(list(curves))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
-    lo = math.inf
-    for ax, key, title in ((axes[0], "train", "train loss"), (axes[1], "valid", "valid loss")):
-        for name, runs in curves.items():
-            seeds = [(c.train_steps, c.train) if key == "train" else (c.valid_steps, c.valid) for c in runs]
-            seeds = [(steps, losses) for steps, losses in seeds if losses]
-            if not seeds:
-                continue
-            x, m, a, b = _band([steps for steps, _ in seeds], [losses for _, losses in seeds])
-            if x.size == 0:
-                continue
-            style = "-o" if x.size <= 12 else "-"
-            ax.plot(x, m, style, color=colors[name], label=name, lw=1.6, ms=3)
-            if len(seeds) > 1:
-                ax.fill_between(x, a, b, color=colors[name], alpha=0.18, lw=0)
-            lo = min(lo, float(np.nanmin(a)))
-        if ln_v is not None:
-            ax.axhline(ln_v, color="grey", ls="--", lw=1)
-            ax.text(ax.get_xlim()[0], ln_v, "  ln V (uniform guess)", va="bottom", fontsize=8, color="grey")
-        ax.set_title(title)
-        ax.set_xlabel("optimizer step")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("cross-entropy (nats/token)")
-    if ln_v is not None and math.isfinite(lo):
-        axes[0].set_ylim(lo - 0.2, ln_v + 1.5)
-    axes[1].legend(fontsize=8, ncol=2, loc="upper right")
-    return _save(fig, path)
 
 
 def step0_losses(
@@ -346,7 +298,8 @@ def parameter_counts(counts: Mapping[str, ParameterCounts], path: Path) -> Path:
 def metric_by_strategy(
     values: Mapping[str, Sequence[float]], path: Path, ylabel: str, baseline: str | None = "tied", log: bool = False
 ) -> Path:
-    """A final metric per strategy: seed mean with 95% CI (error bar) and the seeds as dots.
+    """A final metric per strategy: seed mean with 95% CI (error bar), the seeds as dots beside it, and the
+    mean written above it with its difference to the ``baseline``'s mean in percent.
 
     With ``log`` (a positive metric such as perplexity on a log axis) the mean and its Student-t interval
     are taken over the logarithms and drawn back: the geometric mean with an interval that stays above
@@ -354,15 +307,19 @@ def metric_by_strategy(
     log axis cannot show)."""
     names = list(values)
     colors = strategy_colors(names)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(names) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(names) + 2), 4.2))
+    base = mean_interval(values[baseline], log)[0] if baseline is not None and values.get(baseline) else None
     for i, n in enumerate(names):
         centre, low, high = mean_interval(values[n], log)
         ax.errorbar([i], [centre], yerr=[[centre - low], [high - centre]], fmt="s", color=colors[n], ms=7, capsize=4)
-        ax.plot([i] * len(values[n]), values[n], "k.", ms=4, alpha=0.7)
-    if baseline is not None and values.get(baseline):
-        line = mean_interval(values[baseline], log)[0]
-        ax.axhline(line, color=colors[baseline], ls=":", lw=1.2, label=f"{baseline} {'geometric ' if log else ''}mean")
+        ax.plot([i + 0.18] * len(values[n]), values[n], "k.", ms=4, alpha=0.7)  # the seeds, beside the bar
+        said = f"{centre:.4g}" if not base or n == baseline else f"{centre:.4g}\n{100 * (centre / base - 1):+.2f}%"
+        ax.annotate(said, (i, high), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    if base is not None:
+        label = f"{baseline} {'geometric ' if log else ''}mean"
+        ax.axhline(base, color=colors[str(baseline)], ls=":", lw=1.2, label=label)
         ax.legend(fontsize=8)
+    ax.margins(x=0.15, y=0.2)
     if log:
         ax.set_yscale("log")
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right")

@@ -23,6 +23,12 @@ def _rho(bench: WordSimilarity | None, side: str) -> float | None:
     return (bench.input if side == "input" else bench.output).rho
 
 
+def _skipped(ctx: ReportContext) -> list[str]:
+    """The analysis's lines saying what word similarity skipped and why (each once, as sentences)."""
+    lines = (ctx.seed0[n].diag.wordsim_skipped for n in ctx.names)
+    return [line[0].upper() + line[1:] + "." for line in dict.fromkeys(x for x in lines if x)]
+
+
 def word_similarity(ctx: ReportContext) -> list[Block]:
     """Spearman's rho against human judgements per benchmark, output / input vectors (mean ± std over the
     seeds), and coverage; nothing when the runs were analysed lightly (``--analysis light`` or ``none``)."""
@@ -30,14 +36,13 @@ def word_similarity(ctx: ReportContext) -> list[Block]:
         return []
     heading = Heading("Word similarity of input vs output vectors (Shalev et al., Table 4)")
     ws = {n: ctx.seed0[n].diag.wordsim for n in ctx.names}
+    notes = _skipped(ctx)
     if not all(ws.values()):
-        return [
-            heading,
-            Text(
-                "Not available: it needs a word vocabulary with counts, and for translation an English "
-                "target language (the benchmarks are English)."
-            ),
-        ]
+        why = " ".join(notes) or (
+            "Not available: it needs a word vocabulary with counts, and for translation an "
+            "English target language (the benchmarks are English)."
+        )
+        return [heading, Text(why)]
     cov = next(iter(ws.values())) or {}
     benches = list(cov)
     wrows = []
@@ -56,4 +61,4 @@ def word_similarity(ctx: ReportContext) -> list[Block]:
         "(mean ± std over the seeds), over the pairs whose two words are in the vocabulary (last row). "
         "Fixed output rows are random: their rho is chance.",
     )
-    return [heading, table]
+    return [heading, table, *(Text(n) for n in notes)]

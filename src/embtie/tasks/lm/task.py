@@ -138,8 +138,10 @@ class LMTask(Task[LanguageModel]):
     def output_token_counts(self) -> np.ndarray | None:
         return np.asarray(self.vocab.counts, dtype=np.int64) if self.vocab.counts else None
 
-    def english_words(self) -> dict[str, int]:
-        return self.vocab.stoi
+    def english_words(self) -> dict[str, int] | None:
+        """The vocabulary when its tokens are whitespace words; None for subword pieces (``bpe``,
+        ``unigram``, ``sentencepiece:``, ``hf:``), whose pieces the word benchmarks cannot name."""
+        return self.vocab.stoi if self.corpus.tokenizer == "word" else None
 
     # ------------------------------------------------------------------ evaluation
     def eval_data(self, split: str, path: str | Path | None = None) -> Tensor:
