@@ -112,12 +112,13 @@ def unit_bootstrap(delta: float, p_value: float = 0.01) -> UnitBootstrap:
 
 
 def result_row(strategy: str, seed: int, **values: float | None) -> ResultRow:
-    """A results.csv row with the given metric values (the rest empty)."""
-    return ResultRow(strategy=strategy, seed=seed, valid_ppl=values.pop("valid_ppl", None), best_valid_ppl=None,
-                     valid_loss=None, step0_loss=None, su_predicted=NAN, ln_v=NAN, params_learned=None,
-                     params_fixed=None, tokens_per_s=None, steps=None, rho_output_norm_freq=None,
-                     rho_input_norm_freq=None, input_rows_per_batch=NAN, output_rows_per_batch=NAN, run_dir="",
-                     **values)  # fmt: skip
+    """A results.csv row with the given column values (the rest empty)."""
+    empty: dict[str, object] = dict(valid_ppl=None, best_valid_ppl=None, valid_loss=None, step0_loss=None,
+                                    su_predicted=NAN, ln_v=NAN, params_learned=None, params_fixed=None,
+                                    tokens_per_s=None, steps=None, rho_output_norm_freq=None,
+                                    rho_input_norm_freq=None, input_rows_per_batch=NAN, output_rows_per_batch=NAN,
+                                    run_dir="")  # fmt: skip
+    return ResultRow(strategy=strategy, seed=seed, **{**empty, **values})  # type: ignore[arg-type]
 
 
 def wordsim(out_rho: float, in_rho: float, found: int = 90, total: int = 999) -> WordSimilarity:
