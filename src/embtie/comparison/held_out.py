@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from embtie.comparison.plan import PlannedRun
+from embtie.files import write_atomic
 from embtie.rundir import provenance
-from embtie.rundir.checkpoints import write_atomic
 
 TEST_FILE = "test.json"
 
