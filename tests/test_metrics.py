@@ -139,3 +139,5 @@ def test_declarations_are_consistent():
         assert (m.flag is None) == (m.about == ""), m.key
     assert metrics.primary([]).key == "valid_ppl"
     assert metrics.primary([cr.result_row("tied", 0, valid_ppl=9.0, bleu=20.0)]).key == "bleu"
+    assert metrics.primary_among({"valid_ppl", "vu", "bleu"}).key == "bleu"  # a saved results.json's verdicts
+    assert metrics.primary_among({"valid_ppl", "valid_bpb"}).key == "valid_ppl"

@@ -12,7 +12,7 @@ it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,7 +174,12 @@ def primary(rows: Sequence[Any], name: str | None = None) -> Metric:
     tasks have (BLEU where runs decode: their rows have perplexity too), perplexity when rows have none."""
     if name is not None:
         return chosen(name)
-    have = [m for m in METRICS if m.primary_in and any(m.value(r) is not None for r in rows)]
+    return primary_among([m.key for m in METRICS if any(m.value(r) is not None for r in rows)])
+
+
+def primary_among(keys: Collection[str]) -> Metric:
+    """The default deciding metric of runs that have the metrics ``keys`` (see ``primary``)."""
+    have = [m for m in METRICS if m.primary_in and m.key in keys]
     return min(have, key=lambda m: len(m.tasks), default=BY_KEY["valid_ppl"])
 
 
