@@ -133,5 +133,5 @@ def delta_cells(ctx: ReportContext, metric: str, strategy: str, words: dict[str,
     lo, hi = test.delta_ci
     delta = f"{test.delta:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
     d = decision(ctx, metric, strategy)
-    p_seeds = None if d is None else d.p_difference_holm
-    return [delta, f"{p_cell(test.p_value)} / {p_cell(p_seeds)}", verdict_cell(ctx, metric, strategy, words)]
+    p_paired = None if d is None else d.p_difference_holm
+    return [delta, f"{p_cell(test.p_value)} / {p_cell(p_paired)}", verdict_cell(ctx, metric, strategy, words)]
