@@ -99,7 +99,7 @@ LM = ("lm",)
 DECODING = ("translation", "captioning")
 ALL_TASKS = (*LM, *DECODING)
 _QUANTIZED_ABOUT = (
-    "perplexity with the input table and output matrix fake-quantized per row to {fmt}, a shared matrix once, "
+    "perplexity with the input table and output matrix fake-quantized per row to int8, a shared matrix once, "
     "as `embtie analyze --quantize` does; measured for every finished run when the comparison is reported; "
     "margin: valid_ppl's"
 )
@@ -127,11 +127,11 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         key="valid_ppl_int8", label="perplexity with int8 tables", higher_is_better=False, digits=1, tasks=LM,
-        flag="ppl-int8", about=_QUANTIZED_ABOUT.format(fmt="int8"), margin_of="valid_ppl", quantized="int8",
+        flag="ppl-int8", about=_QUANTIZED_ABOUT, margin_of="valid_ppl", quantized="int8",
     ),
     Metric(
         key="valid_ppl_int4", label="perplexity with int4 tables", higher_is_better=False, digits=1, tasks=LM,
-        flag="ppl-int4", about=_QUANTIZED_ABOUT.format(fmt="int4"), margin_of="valid_ppl", quantized="int4",
+        flag="ppl-int4", about="the same with int4", margin_of="valid_ppl", quantized="int4",
     ),
     Metric(
         key="test_ppl", label="test perplexity", higher_is_better=False, digits=1, tasks=ALL_TASKS,
