@@ -15,9 +15,10 @@ import argparse
 import csv
 from pathlib import Path
 
-from embtie.decisions import DEFAULT_MARGINS, paired_difference
+from embtie.decisions import paired_difference
 from embtie.decisions.pairing import pairing
 from embtie.decisions.power import seeds_to_decide
+from embtie.metrics import DEFAULT_MARGINS
 
 
 def per_seed(folder: Path, metric: str) -> dict[str, dict[int, float]]:

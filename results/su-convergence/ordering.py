@@ -8,14 +8,18 @@ level 0.05, Holm over the strategies, margin ±1% perplexity). Writes ordering.m
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-from embtie.comparison.verdicts import all_verdicts
-from embtie.reporting.saved_verdicts import _context, _markdown, saved_comparison
-from embtie.reporting.sections.verdicts import verdicts
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the checkout's root: bench.saved_results
+
+from bench.saved_results import context, markdown, saved_comparison  # noqa: E402
+
+from embtie.comparison.verdicts import all_verdicts  # noqa: E402
+from embtie.reporting.sections.verdicts import verdicts  # noqa: E402
+
 BASELINE = "tied-loginit"
 
 
@@ -23,7 +27,7 @@ def ordering_markdown(folder: Path = HERE) -> str:
     """ordering.md's text: the Verdicts section of the saved comparison redrawn against ``BASELINE``."""
     saved = saved_comparison(folder)
     comparison = replace(saved, baseline=BASELINE, verdicts=all_verdicts(saved.rows, BASELINE))
-    chunks = _markdown(verdicts(_context(comparison, folder)), folder)
+    chunks = markdown(verdicts(context(comparison, folder)), folder)
     head = (f"# Su's ordering: every strategy against {BASELINE} (from results.json)\n\n"
             "Written by `python results/su-convergence/ordering.py` (recomputed by "
             "tests/docs/test_quoted_figures.py). 'worse' here means: converges less far than "

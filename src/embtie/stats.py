@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as sps
 
-ALPHA = 0.05
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 12345  # sacrebleu's default SACREBLEU_SEED
 
@@ -66,7 +65,6 @@ def paired_bootstrap(
     score: Callable[[np.ndarray], np.ndarray],
     n_samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
-    alpha: float = ALPHA,
     test_scale: Callable[[np.ndarray], np.ndarray] | None = None,
     bias_correct: bool = False,
 ) -> dict:
@@ -88,7 +86,8 @@ def paired_bootstrap(
     (sentences, batches) must be the same and in the same order for both. ``score`` maps summed
     statistics (..., k) to scores (...). Returns {"system", "baseline", "delta" (system - baseline,
     seed means), "p_value", "delta_ci" (95% percentile interval of the resampled delta),
-    "significant" (p < alpha), "n_units", "n_seeds", "n_samples"}.
+    "n_units", "n_seeds", "n_samples"}. It measures the noise of the evaluation sample only; whether a
+    strategy is better is decided from paired seeds (``embtie.decisions``).
     """
     sys_a, base_a = _as_seeds(system), _as_seeds(baseline)
     if sys_a.shape[1:] != base_a.shape[1:]:
@@ -125,7 +124,6 @@ def paired_bootstrap(
         "delta": sys_full - base_full,
         "p_value": p,
         "delta_ci": [float(lo), float(hi)],
-        "significant": bool(p < alpha),
         "n_units": n_units,
         "n_seeds": int(sys_a.shape[0]),
         "n_samples": n_samples,
@@ -190,38 +188,6 @@ def bleu_from_stats(sums: np.ndarray, smooth: str = "exp") -> np.ndarray:
 def bleu_bootstrap(system: np.ndarray, baseline: np.ndarray, smooth: str = "exp", **kw) -> dict:
     """Paired bootstrap of BLEU over sentences; stats from ``bleu_sentence_stats`` (optionally per seed)."""
     return paired_bootstrap(system, baseline, lambda sums: bleu_from_stats(sums, smooth), **kw)
-
-
-def seed_t_test(system: Sequence[float], baseline: Sequence[float]) -> float:
-    """Welch's t-test p-value of the per-seed values of two strategies (NaN with fewer than 2 seeds each).
-
-    The paired bootstrap over evaluation units measures the noise of the evaluation sample; this test
-    measures the noise of training (initialisation, dropout), which the bootstrap cannot see.
-    """
-    a = np.asarray([v for v in system if v is not None and math.isfinite(v)], dtype=np.float64)
-    b = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=np.float64)
-    if a.size < 2 or b.size < 2:
-        return float("nan")
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return 0.0 if a[0] != b[0] else 1.0
-    return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
-
-
-def combine_with_seed_test(test: dict, p_seeds: float) -> dict:
-    """Record the seed-level p in ``test`` and call the difference significant only when both the
-    bootstrap and (where there are >= 2 seeds each) the seed-level test say so."""
-    test["p_seeds"] = p_seeds
-    if math.isfinite(p_seeds):
-        test["significant"] = bool(test["significant"] and p_seeds < ALPHA)
-    return test
-
-
-def verdict(test: dict, higher_is_better: bool) -> str:
-    """'better' / 'worse' when significant, else 'within noise'."""
-    if not test["significant"]:
-        return "within noise"
-    better = test["delta"] > 0 if higher_is_better else test["delta"] < 0
-    return "better" if better else "worse"
 
 
 # --------------------------------------------------------------------------- vocabulary usage

@@ -42,13 +42,13 @@ def test_compare_translation_report(tmp_path):
         # one incidence row per sentence; its used columns are the distinct training words of the outputs
         inc = arrays["word_incidence"]
         assert inc.shape[0] == 1014 and 1 <= int((inc.sum(0) > 0).sum()) <= mt["vocab_usage"]["vu"]
-    t = res["bleu_tests"]["fixed"]
+    t = res["bootstrap"]["bleu"]["fixed"]
     assert t["delta"] == pytest.approx(
         diag["fixed"]["translation"]["scores"]["bleu"] - diag["tied"]["translation"]["scores"]["bleu"]
     )
     vu = {n: int((np.load(out / "runs" / n / "seed0" / "analysis" / "arrays.npz")["word_incidence"].sum(0) > 0).sum())
           for n in ("tied", "fixed")}  # fmt: skip
-    assert res["vu_tests"]["fixed"]["delta"] == vu["fixed"] - vu["tied"]
+    assert res["bootstrap"]["vu"]["fixed"]["delta"] == vu["fixed"] - vu["tied"]
     md = (out / "report.md").read_text()
     assert "Translation: BLEU and vocabulary usage" in md and "bleu.png" in md
     assert "Δ VU vs tied" in md and "`<unk>` share" in md and "detokenized, cased" in md

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from embtie import cli
-from embtie.comparison import verdicts
+from embtie import cli, metrics
 from embtie.errors import ConfigError
 from raw_corpus import raw_corpus
 
@@ -19,10 +18,12 @@ TINY = ["model.dim=16", "model.n_layers=1", "model.n_heads=2", "model.max_len=16
 
 
 def test_metric_names():
-    key = verdicts.tested_key
+    def key(name: str) -> str:
+        return metrics.chosen(name).key
+
     assert key("bpb") == "valid_bpb" and key("ppl") == "valid_ppl" and key("bleu") == "bleu"
-    assert verdicts.primary_metric([], None) == "valid_ppl" and verdicts.primary_metric([], "bpb") == "valid_bpb"
-    with pytest.raises(ConfigError, match="--metric 'test_ppl' is not one of ppl, bpb, bleu, vu, ppl-int8, ppl-int4"):
+    assert metrics.primary([], None).key == "valid_ppl" and metrics.primary([], "bpb").key == "valid_bpb"
+    with pytest.raises(ConfigError, match="--metric .test_ppl. is not one of " + ", ".join(metrics.BY_FLAG)):
         key("test_ppl")  # the test split never decides
 
 

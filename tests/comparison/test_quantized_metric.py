@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from embtie import cli
+from embtie import cli, metrics
 from embtie.analysis.quantized_tables import quantized
-from embtie.comparison import verdicts
 from embtie.rundir.loading import load_run
 from tiny_runs import TINY_GPT_BODY
 
@@ -22,9 +21,9 @@ TINY = [*TINY_GPT_BODY, "train.max_steps=4", "train.eval_every=0", "train.checkp
 
 
 def test_metric_names_of_the_quantized_perplexities():
-    assert verdicts.tested_key("ppl-int8") == "valid_ppl_int8" and verdicts.tested_key("ppl-int4") == "valid_ppl_int4"
-    tested = {m.key: m for m in verdicts.TESTED}
-    assert tested["valid_ppl_int8"].margin_of == "valid_ppl" and not tested["valid_ppl_int4"].higher_is_better
+    assert metrics.chosen("ppl-int8").key == "valid_ppl_int8" and metrics.chosen("ppl-int4").quantized == "int4"
+    tested = metrics.BY_KEY
+    assert tested["valid_ppl_int8"].margin_key == "valid_ppl" and not tested["valid_ppl_int4"].higher_is_better
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +39,7 @@ def test_ppl_int8_decides_and_is_the_quantized_evaluation(compared):
     res = json.loads((compared / "results.json").read_text(encoding="utf-8"))
     assert res["metric"] == "valid_ppl_int8"
     v = res["verdicts"]["valid_ppl_int8"]
-    assert v["label"] == "perplexity, int8 tables" and v["margin"] == 1.0 and v["relative"]
+    assert v["label"] == "perplexity with int8 tables" and v["margin"] == 1.0 and v["relative"]
     assert set(v["decisions"]) == {"l2norm"} and v["decisions"]["l2norm"]["n"] == 2
     assert "valid_ppl_int4" not in res["verdicts"]  # only the format asked for is measured
     for row in res["rows"]:
@@ -53,7 +52,8 @@ def test_ppl_int8_decides_and_is_the_quantized_evaluation(compared):
             again = loaded.task.evaluate(loaded.model, "valid")
         assert again["ppl"] == row["valid_ppl_int8"] and row["valid_ppl_int8"] != row["valid_ppl"]
     md = (compared / "report.md").read_text(encoding="utf-8")
-    assert "Baseline `tied`: perplexity with int8 tables" in md and "perplexity, int8 tables (lower is better)" in md
+    assert "Baseline `tied`: perplexity with int8 tables" in md
+    assert "perplexity with int8 tables (lower is better)" in md
 
 
 def test_report_again_measures_nothing(compared, capsys):

@@ -11,6 +11,7 @@ from statsmodels.stats.weightstats import ttost_paired
 
 from embtie.decisions import Margin, paired_difference, parse_margins
 from embtie.errors import ConfigError
+from embtie.metrics import DEFAULT_MARGINS
 
 A = [101.0, 99.5, 103.2, 98.7, 100.9]
 B = [102.5, 101.0, 104.1, 100.2, 101.5]
@@ -51,16 +52,16 @@ def test_degenerate_cases():
 
 
 def test_margins_parse_and_refuse_nonsense():
-    m = parse_margins("valid_ppl=2%,bleu=0.3")
+    m = parse_margins("valid_ppl=2%,bleu=0.3", DEFAULT_MARGINS)
     assert m["valid_ppl"] == Margin(2.0, relative=True) and m["bleu"] == Margin(0.3)
     assert m["vu"] == Margin(5.0, relative=True)  # untouched default
-    assert parse_margins("bleu=1e-1")["bleu"] == Margin(0.1)
+    assert parse_margins("bleu=1e-1", DEFAULT_MARGINS)["bleu"] == Margin(0.1)
     with pytest.raises(ConfigError, match="no such tested metric"):
-        parse_margins("chrf=1")
+        parse_margins("chrf=1", DEFAULT_MARGINS)
     with pytest.raises(ConfigError, match="METRIC=VALUE"):
-        parse_margins("bleu")
+        parse_margins("bleu", DEFAULT_MARGINS)
     with pytest.raises(ConfigError, match="must be > 0"):
-        parse_margins("bleu=0")
+        parse_margins("bleu=0", DEFAULT_MARGINS)
 
 
 def test_pairing_measures_the_variance_the_shared_seed_removes():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -21,14 +22,19 @@ from typing import Any
 import pytest
 
 from embtie.comparison.records import SeedSummary
-from embtie.comparison.verdicts import TESTED, all_verdicts, paired_values
-from embtie.decisions import DEFAULT_MARGINS, Decision, SequentialDesign
+from embtie.comparison.verdicts import all_verdicts, paired_values
+from embtie.decisions import Decision, SequentialDesign
 from embtie.decisions.pairing import Pairing, pairing
 from embtie.decisions.sequential import replay
-from embtie.reporting.saved_verdicts import read_rows
+from embtie.metrics import DEFAULT_MARGINS
+from embtie.metrics import metric as declared
 from embtie.reporting.sections.context import ci
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.saved_results import read_rows  # noqa: E402
 
 
 class Folder:
@@ -132,8 +138,7 @@ class Folder:
 
     def pairing(self, metric: str, strategy: str) -> Pairing:
         """How closely ``strategy``'s per-seed ``metric`` follows tied's (embtie.decisions.pairing)."""
-        tested = next(m for m in TESTED if m.key == metric)
-        return pairing(*paired_values(self.rows, strategy, "tied", tested))
+        return pairing(*paired_values(self.rows, strategy, "tied", declared(metric)))
 
     def dynamics(self, strategy: str, key: str) -> list[float]:
         """results.json's update_dynamics values of ``key`` for ``strategy`` (one per seed)."""

@@ -4,7 +4,9 @@ trained: the path run -> comparison -> report keeps its output through refactors
 The run directories (an LM, a translation and a captioning comparison, a few steps each) were made by
 ``tests/fixtures/report_regen/make_fixtures.py`` on the commit before the house-issue refactor; their
 checkpoints are deleted, so the reports are drawn from the saved summaries, metrics and analyses
-alone. Figures are compared byte for byte when matplotlib and Pillow are the versions that drew them
+alone. Their results.json files were rewritten once since, when the old bootstrap + Welch verdicts left
+results.json (issue 51: the bootstraps moved under ``bootstrap``, with the same values; the reports stayed
+byte-identical). Figures are compared byte for byte when matplotlib and Pillow are the versions that drew them
 (``versions.json``), else only their presence (PNG bytes depend on those libraries' versions)."""
 
 from __future__ import annotations

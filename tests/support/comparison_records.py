@@ -23,16 +23,17 @@ from embtie.analysis.records import (
     WordSimilarity,
 )
 from embtie.comparison.records import (
-    BaselineTest,
     Comparison,
     LossCurves,
+    MetricVerdicts,
     ResultRow,
     RunRecord,
     SeedSummary,
     StrategySummary,
     TrainingSummary,
+    UnitBootstrap,
 )
-from embtie.comparison.verdicts import MetricVerdicts, all_verdicts
+from embtie.comparison.verdicts import all_verdicts
 from embtie.reporting.sections.context import ReportContext
 
 V, D = 10, 4
@@ -105,19 +106,19 @@ def strategy_summary(**changes: SeedSummary) -> StrategySummary:
     return StrategySummary(**{n: changes.get(n, seed_summary()) for n in names})
 
 
-def baseline_test(delta: float, verdict: str, p_seeds: float | None = 0.01, p_value: float = 0.01) -> BaselineTest:
-    return BaselineTest(system=NAN, baseline=NAN, delta=delta, p_value=p_value, delta_ci=[delta - 5, delta + 5],
-                        significant=verdict != "within noise", n_units=10, n_seeds=2, n_samples=1000,
-                        p_seeds=p_seeds, verdict=verdict)  # fmt: skip
+def unit_bootstrap(delta: float, p_value: float = 0.01) -> UnitBootstrap:
+    return UnitBootstrap(system=NAN, baseline=NAN, delta=delta, p_value=p_value, delta_ci=[delta - 5, delta + 5],
+                         n_units=10, n_seeds=2, n_samples=1000)  # fmt: skip
 
 
 def result_row(strategy: str, seed: int, **values: float | None) -> ResultRow:
-    """A results.csv row with the given metric values (the rest empty)."""
-    return ResultRow(strategy=strategy, seed=seed, valid_ppl=values.pop("valid_ppl", None), best_valid_ppl=None,
-                     valid_loss=None, step0_loss=None, su_predicted=NAN, ln_v=NAN, params_learned=None,
-                     params_fixed=None, tokens_per_s=None, steps=None, rho_output_norm_freq=None,
-                     rho_input_norm_freq=None, input_rows_per_batch=NAN, output_rows_per_batch=NAN, run_dir="",
-                     **values)  # fmt: skip
+    """A results.csv row with the given column values (the rest empty)."""
+    empty: dict[str, object] = dict(valid_ppl=None, best_valid_ppl=None, valid_loss=None, step0_loss=None,
+                                    su_predicted=NAN, ln_v=NAN, params_learned=None, params_fixed=None,
+                                    tokens_per_s=None, steps=None, rho_output_norm_freq=None,
+                                    rho_input_norm_freq=None, input_rows_per_batch=NAN, output_rows_per_batch=NAN,
+                                    run_dir="")  # fmt: skip
+    return ResultRow(strategy=strategy, seed=seed, **{**empty, **values})  # type: ignore[arg-type]
 
 
 def wordsim(out_rho: float, in_rho: float, found: int = 90, total: int = 999) -> WordSimilarity:
@@ -133,15 +134,13 @@ def comparison(
     seeds: int = 1,
     rows: Sequence[ResultRow] = (),
     summary: dict[str, StrategySummary] | None = None,
-    tests: dict[str, BaselineTest] | None = None,
-    bleu_tests: dict[str, BaselineTest] | None = None,
-    vu_tests: dict[str, BaselineTest] | None = None,
+    bootstrap: dict[str, dict[str, UnitBootstrap]] | None = None,
     verdicts: dict[str, MetricVerdicts] | None = None,
 ) -> Comparison:
     strategies = list(dict.fromkeys(p.strategy for p in per_run))
     return Comparison(preset="test", runs_finished=len(per_run), runs_planned=len(per_run), strategies=strategies,
                       seeds=seeds, overrides=[], command="cmd", baseline="tied", rows=list(rows),
-                      summary=summary or {}, tests=tests or {}, bleu_tests=bleu_tests or {}, vu_tests=vu_tests or {},
+                      summary=summary or {}, bootstrap=bootstrap or {},
                       per_run=list(per_run), update_dynamics=[],
                       verdicts=verdicts if verdicts is not None else all_verdicts(list(rows), "tied"),
                       seeding={"2": len(per_run)})  # fmt: skip

@@ -24,8 +24,8 @@ from embtie.analysis.quantization import FORMATS
 from embtie.analysis.quantized_tables import TABLES, quantized, stored_tables
 from embtie.analysis.records import Provenance
 from embtie.errors import DataError
+from embtie.files import write_atomic
 from embtie.rundir import provenance
-from embtie.rundir.checkpoints import write_atomic
 from embtie.sharing.base import strategy_of
 
 VERSION = 1

@@ -123,7 +123,7 @@ def cached_similarity_rows(out_dir: Path, runs: list[SimilaritySource]) -> list[
             pass
     rows = similarity_rows(runs)
     if out_dir and Path(out_dir).is_dir():
-        from embtie.rundir.checkpoints import write_atomic
+        from embtie.files import write_atomic
 
         write_atomic(path, json.dumps({"key": key, "rows": [r.to_json() for r in rows]}, indent=1))
     return rows

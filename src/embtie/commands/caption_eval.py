@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from embtie.errors import DataError
-from embtie.rundir.checkpoints import write_atomic
+from embtie.files import write_atomic
 
 
 def captioning(run_, split: str, captions_file: str | None, args: argparse.Namespace,

@@ -32,7 +32,7 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from embtie import comparison
+    from embtie import comparison, metrics
     from embtie.commands.common import MAX_SEEDS, number_arg, path_arg
     from embtie.decisions.sequential import SequentialDesign
 
@@ -79,8 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="METRIC=VALUE[%],...",
-        help="margins of practical equivalence: a strategy is 'equivalent' to tied when its paired-seed interval "
-        "lies inside ± the margin (defaults: valid_ppl=1%%,bleu=0.5,vu=5%%; %% = percent of tied's value)",
+        help=metrics.margin_help(),
     )
     parser.add_argument(
         "--until-decided",
@@ -113,22 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
     """--analysis (how much each run is analysed: ``embtie.comparison.plan.analysis_level``), --metric (the
     tested metric that decides) and --test / --test-file (test verdicts beside the validation ones)."""
-    from embtie import comparison
+    from embtie import comparison, metrics
     from embtie.commands.common import path_arg
     from embtie.comparison.plan import FULL_ANALYSIS_MIN_STEPS
-    from embtie.comparison.verdicts import METRIC_NAMES
 
-    parser.add_argument(
-        "--metric",
-        choices=tuple(METRIC_NAMES),
-        default=None,
-        help="the tested metric that decides (and that --until-decided stops on): ppl (perplexity per token), "
-        "bpb (bits per byte of the original text: comparable across tokenizers and vocabularies), bleu, vu, "
-        "ppl-int8 / ppl-int4 (perplexity with the input table and output matrix fake-quantized per row, a shared "
-        "matrix once, as `embtie analyze --quantize` does; measured for every finished run when the comparison "
-        "is reported; margin: valid_ppl's). "
-        "Default: bleu where the runs decode, else ppl. Every metric the runs have is still tested and reported",
-    )
+    parser.add_argument("--metric", choices=tuple(metrics.BY_FLAG), default=None, help=metrics.metric_help())
     parser.add_argument(
         "--test",
         action="store_true",
@@ -306,8 +294,9 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
     """The comparison the arguments ask for, and whether it is the default job."""
     from embtie import cheap, comparison, sharing
     from embtie.commands.common import split_preset
-    from embtie.decisions import DEFAULT_MARGINS, SequentialDesign, parse_margins
+    from embtie.decisions import SequentialDesign, parse_margins
     from embtie.errors import ConfigError
+    from embtie.metrics import DEFAULT_MARGINS
 
     given, overrides = split_preset(args.args)
     _check_no_idle_options(args, overrides)
@@ -334,6 +323,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         step = args.seeds_per_round if args.seeds_per_round is not None else SequentialDesign.step
         design = SequentialDesign(first=first, step=step, max_seeds=max_seeds)
     default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
+    margins = parse_margins(_margin_text(args.margin), DEFAULT_MARGINS)
     spec = comparison.CompareSpec(
         preset=preset,
         strategies=[label for label, _, _ in parsed],
@@ -342,7 +332,7 @@ def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
         variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,
         out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
-        margins={k: m for k, m in parse_margins(_margin_text(args.margin)).items() if DEFAULT_MARGINS[k] != m},
+        margins={k: m for k, m in margins.items() if DEFAULT_MARGINS[k] != m},
         design=design,
         analysis=args.analysis or (comparison.DEFAULT_JOB_ANALYSIS if default_job else comparison.DEFAULT_ANALYSIS),
         metric=args.metric,
@@ -512,9 +502,9 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
     if not runs and launched is not None:
         return _unfinished(launched, 0)  # nothing to report yet
     if spec.test:  # after every look: the test split never decides anything
-        from embtie.comparison import test_split
+        from embtie.comparison import held_out
 
-        test_split.evaluate_all(runs, spec.test_file, progress=not args.no_progress)
+        held_out.evaluate_all(runs, spec.test_file, progress=not args.no_progress)
     results = comparison.collect(spec, runs)
     csv_path, json_path = comparison.write_tables(results, out)
     report = comparison_report.build(results, out)

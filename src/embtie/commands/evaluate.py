@@ -185,7 +185,7 @@ def _save(run_dir: Path, key: str, res: dict) -> None:
     """Add ``res`` under ``key`` to RUN_DIR/eval.json (the result is printed before: a failure here
     loses nothing but the file)."""
     from embtie.errors import DataError
-    from embtie.rundir.checkpoints import write_atomic
+    from embtie.files import write_atomic
 
     out = run_dir / "eval.json"
     try:
@@ -225,7 +225,7 @@ def _note_stale(run_dir: Path, entries: dict) -> None:
 def _translation(run_, split: str, name: str, args: argparse.Namespace, save: Callable[[Path, str, dict], None]) -> int:
     """BLEU / chrF (+ perplexity) of a translation run; outputs to RUN_DIR/hyps.<name>.txt."""
     from embtie.errors import DataError
-    from embtie.rundir.checkpoints import write_atomic
+    from embtie.files import write_atomic
 
     res = run_.task.evaluate_translation(
         run_.model, split, args.src_file, args.ref_file, beam=args.beam, lenpen=args.lenpen,

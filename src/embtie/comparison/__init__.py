@@ -4,8 +4,8 @@ analyse each once, and collect everything the report needs from the saved files.
 - ``plan``: the grid (``CompareSpec``), its validated runs, the --strategies syntax, the default job
 - ``execution``: training and analysing the runs, one at a time or in worker processes
 - ``records``: the typed results (``Comparison`` and what it holds)
-- ``results``: reading them from the saved files, the statistics and tests against the baseline, and
-  results.csv / results.json
+- ``results``: reading them from the saved files, the statistics, the bootstraps and verdicts against
+  the baseline (which metrics: ``embtie.metrics``), and results.csv / results.json
 """
 
 from embtie.comparison.execution import N_UPDATE_BATCHES, default_jobs, execute, train_and_analyse
@@ -30,14 +30,15 @@ from embtie.comparison.plan import (
     split_strategies,
 )
 from embtie.comparison.records import (
-    BaselineTest,
     Comparison,
     LossCurves,
+    MetricVerdicts,
     ResultRow,
     RunRecord,
     SeedSummary,
     StrategySummary,
     TrainingSummary,
+    UnitBootstrap,
 )
 from embtie.comparison.results import CSV_FIELDS, collect, finished_runs, read_curves, write_tables
 
@@ -55,16 +56,17 @@ __all__ = [
     "DEFAULT_STRATEGIES",
     "N_UPDATE_BATCHES",
     "STRATEGY_OPTIONS",
-    "BaselineTest",
     "CompareSpec",
     "Comparison",
     "LossCurves",
+    "MetricVerdicts",
     "PlannedRun",
     "ResultRow",
     "RunRecord",
     "SeedSummary",
     "StrategySummary",
     "TrainingSummary",
+    "UnitBootstrap",
     "analysis_level",
     "collect",
     "default_jobs",

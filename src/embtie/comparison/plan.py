@@ -102,7 +102,7 @@ class CompareSpec:
     """label -> (strategy name, options) for entries of ``strategies`` that are labelled variants
     (``LABEL=NAME:key=value:...`` on the command line, see ``parse_strategy``)."""
     margins: dict[str, Margin] = field(default_factory=dict)
-    """margins of practical equivalence that differ from ``DEFAULT_MARGINS`` (``--margin``)."""
+    """margins of practical equivalence that differ from ``embtie.metrics.DEFAULT_MARGINS`` (``--margin``)."""
     design: SequentialDesign | None = None
     """the sequential design of ``--until-decided`` (None: every seed at once, one look)."""
     seed_counts: dict[str, int] = field(default_factory=dict)

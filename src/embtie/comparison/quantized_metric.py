@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from embtie.analysis import quantization_table
 from embtie.comparison.plan import CompareSpec, PlannedRun
-from embtie.comparison.verdicts import QUANTIZED, tested_key
+from embtie.metrics import chosen
 
 
 def formats(spec: CompareSpec) -> list[str]:
     """The formats the comparison's ``--metric`` quantizes to ([] for any other metric)."""
     if spec.metric is None:
         return []
-    fmt = QUANTIZED.get(tested_key(spec.metric))
+    fmt = chosen(spec.metric).quantized
     return [] if fmt is None else [fmt]
 
 

@@ -1,6 +1,7 @@
 """A comparison as typed records: each run's saved results (``RunRecord``), the rows of results.csv
-(``ResultRow``), per-strategy summaries over seeds (``StrategySummary``), the tests against the baseline
-(``BaselineTest``) and the whole (``Comparison``, which ``to_json`` writes as results.json).
+(``ResultRow``), per-strategy summaries over seeds (``StrategySummary``), the paired bootstrap over
+evaluation units against the baseline (``UnitBootstrap``), the verdicts from paired seeds
+(``MetricVerdicts``) and the whole (``Comparison``, which ``to_json`` writes as results.json).
 
 Field order is the key order of results.json (see ``embtie.analysis.json_records``)."""
 
@@ -8,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from embtie import stats
 from embtie.analysis.json_records import Record, optional
 from embtie.analysis.records import RunArrays, RunDiagnostics
 from embtie.analysis.update_dynamics import PathShares, SimilarityRow
-
-if TYPE_CHECKING:
-    from embtie.comparison.verdicts import MetricVerdicts
+from embtie.decisions import Decision, Margin
 
 
 @dataclass(kw_only=True)
@@ -77,8 +76,8 @@ class LossCurves(Record):
 
 
 @dataclass(kw_only=True)
-class TestResult(Record):
-    """A run evaluated on the test split (``RUN_DIR/test.json``, ``embtie compare --test``)."""
+class HeldOutResult(Record):
+    """A run evaluated on the held-out test split (``RUN_DIR/test.json``, ``embtie compare --test``)."""
 
     loss: float
     ppl: float
@@ -99,7 +98,7 @@ class RunRecord:
     curves: LossCurves
     path_shares: PathShares | None
     run_dir: str
-    test: TestResult | None = None
+    test: HeldOutResult | None = None
     """the run on the test split, when the comparison asked for it (``--test``)."""
     quantized_ppl: dict[str, float] = field(default_factory=dict)
     """format -> validation perplexity with both tables quantized, for the formats ``--metric`` asks for."""
@@ -216,30 +215,51 @@ def _summary_if_any(values: list[float | None]) -> SeedSummary | None:
 
 
 @dataclass(kw_only=True)
-class BaselineTest(Record):
-    """A strategy against the baseline: the paired bootstrap over evaluation units (``stats.paired_bootstrap``)
-    combined with Welch's test over per-seed values, and the verdict."""
+class UnitBootstrap(Record):
+    """A strategy against the baseline by the paired bootstrap over evaluation units
+    (``stats.paired_bootstrap``): it sees the noise of the evaluation sample only; the verdicts come from
+    paired seeds (``MetricVerdicts``)."""
 
     system: float
     baseline: float
     delta: float
     """system - baseline (seed means)."""
     p_value: float
-    """the bootstrap's."""
     delta_ci: list[float]
     """95% interval of the resampled delta: [low, high]."""
-    significant: bool
     n_units: int
     n_seeds: int
     n_samples: int
-    p_seeds: float | None
-    """Welch's test over seeds (NaN with fewer than 2 seeds each)."""
-    verdict: str
-    """'better', 'worse' or 'within noise'."""
 
     @classmethod
-    def of(cls, test: Mapping[str, Any]) -> BaselineTest:
-        return cls(**test)
+    def of(cls, test: Mapping[str, Any]) -> UnitBootstrap:
+        """From ``stats.paired_bootstrap``'s result."""
+        return cls(**{k: test[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(kw_only=True)
+class MetricVerdicts(Record):
+    """The verdicts of one tested metric (``embtie.comparison.verdicts``)."""
+
+    metric: str
+    label: str
+    higher_is_better: bool
+    margin: float
+    relative: bool
+    """the margin is a percentage of the baseline (and every Δ a percent difference)."""
+    design: str
+    """the looks and the level every test ran at."""
+    decisions: dict[str, dict]
+    """strategy -> the ``embtie.decisions.Decision`` as a JSON object."""
+
+    def decision(self, strategy: str) -> Decision | None:
+        d = self.decisions.get(strategy)
+        if d is None:
+            return None
+        return Decision(**{**d, "ci": tuple(d["ci"]), "tost_ci": tuple(d["tost_ci"])})
+
+    def margin_text(self) -> str:
+        return Margin(self.margin, self.relative).text()
 
 
 @dataclass(kw_only=True)
@@ -256,12 +276,9 @@ class Comparison:
     baseline: str
     rows: list[ResultRow]
     summary: dict[str, StrategySummary]
-    tests: dict[str, BaselineTest]
-    """perplexity (over validation units)."""
-    bleu_tests: dict[str, BaselineTest]
-    """BLEU (translation) or BLEU-4 (captioning) over sentences or images; {} for language models."""
-    vu_tests: dict[str, BaselineTest]
-    """vocabulary usage over sentences or images; {} for language models."""
+    bootstrap: dict[str, dict[str, UnitBootstrap]]
+    """metric -> strategy -> the paired bootstrap over its units (validation batches for perplexity,
+    sentences or images for BLEU and vocabulary usage), for the metrics that declare units."""
     per_run: list[RunRecord]
     update_dynamics: list[SimilarityRow]
     verdicts: dict[str, MetricVerdicts]
@@ -276,6 +293,10 @@ class Comparison:
     def runs_of(self, strategy: str) -> list[RunRecord]:
         return [p for p in self.per_run if p.strategy == strategy]
 
+    def bootstrap_of(self, metric: str, strategy: str) -> UnitBootstrap | None:
+        """The paired bootstrap of ``metric`` for ``strategy`` against the baseline (None: none was made)."""
+        return self.bootstrap.get(metric, {}).get(strategy)
+
     def rows_of(self, strategy: str) -> list[ResultRow]:
         return [r for r in self.rows if r.strategy == strategy]
 
@@ -285,7 +306,7 @@ class Comparison:
         return any(p.diag.captioning is not None for p in self.per_run) or any(r.cider is not None for r in self.rows)
 
     def to_json(self) -> dict[str, Any]:
-        """results.json: the rows, statistics and tests, and every run's diagnostics (no arrays)."""
+        """results.json: the rows, statistics, bootstraps and verdicts, and every run's diagnostics (no arrays)."""
         return {
             "preset": self.preset,
             "runs_finished": self.runs_finished,
@@ -297,9 +318,7 @@ class Comparison:
             "baseline": self.baseline,
             "rows": [r.to_json() for r in self.rows],
             "summary": {k: s.to_json() for k, s in self.summary.items()},
-            "tests": {k: t.to_json() for k, t in self.tests.items()},
-            "bleu_tests": {k: t.to_json() for k, t in self.bleu_tests.items()},
-            "vu_tests": {k: t.to_json() for k, t in self.vu_tests.items()},
+            "bootstrap": {m: {k: t.to_json() for k, t in by.items()} for m, by in self.bootstrap.items()},
             "verdicts": {k: v.to_json() for k, v in self.verdicts.items()},
             "seeding": self.seeding,
             **({"metric": self.metric} if self.metric is not None else {}),

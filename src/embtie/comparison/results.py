@@ -1,6 +1,7 @@
 """A comparison's results, read from its saved files: every run's records, the rows of results.csv, the
-per-strategy summaries over seeds and the tests against the baseline (``collect``), written as
-results.csv and results.json (``write_tables``)."""
+per-strategy summaries over seeds, the paired bootstraps over evaluation units and the verdicts from
+paired seeds against the baseline (``collect``), written as results.csv and results.json (``write_tables``).
+Which metrics are tested, and which have per-unit values to bootstrap, is declared in ``embtie.metrics``."""
 
 from __future__ import annotations
 
@@ -8,30 +9,28 @@ import csv
 import json
 import math
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from embtie import seeding, stats
+from embtie import metrics, seeding
 from embtie.analysis import frequency, run_diagnostics, update_dynamics
 from embtie.analysis.json_records import json_default
-from embtie.analysis.records import NormFrequency, RunArrays, RunDiagnostics
-from embtie.comparison import quantized_metric, test_split
+from embtie.analysis.records import NormFrequency, RunDiagnostics
+from embtie.comparison import held_out, quantized_metric
 from embtie.comparison.data_title import data_title
-from embtie.comparison.plan import BASELINE, CompareSpec, PlannedRun
+from embtie.comparison.plan import CompareSpec, PlannedRun
 from embtie.comparison.records import (
-    BaselineTest,
     Comparison,
+    HeldOutResult,
     LossCurves,
     ResultRow,
     RunRecord,
     StrategySummary,
-    TestResult,
     TrainingSummary,
+    UnitBootstrap,
 )
-from embtie.comparison.verdicts import all_verdicts, primary_metric
+from embtie.comparison.verdicts import all_verdicts
 from embtie.errors import ConfigError
 
 CSV_FIELDS = [
@@ -114,17 +113,17 @@ def read_run(r: PlannedRun, spec: CompareSpec | None = None) -> RunRecord:
         curves=read_curves(r.run_dir),
         path_shares=update_dynamics.read_path_shares(r.run_dir),
         run_dir=str(r.run_dir),
-        test=_test_result(r, spec),
+        test=_held_out_result(r, spec),
         quantized_ppl={} if spec is None else quantized_metric.perplexities(r, spec),
     )
 
 
-def _test_result(r: PlannedRun, spec: CompareSpec | None) -> TestResult | None:
-    """The run's current test result when the comparison asks for test verdicts (``--test``)."""
+def _held_out_result(r: PlannedRun, spec: CompareSpec | None) -> HeldOutResult | None:
+    """The run's current test-split result when the comparison asks for test verdicts (``--test``)."""
     if spec is None or not spec.test:
         return None
-    res = test_split.stored(r.run_dir, spec.test_file)
-    return None if res is None else TestResult.from_json(res)
+    res = held_out.stored(r.run_dir, spec.test_file)
+    return None if res is None else HeldOutResult.from_json(res)
 
 
 def result_row(p: RunRecord) -> ResultRow:
@@ -174,14 +173,14 @@ def _add_quality_columns(row: ResultRow, diag: RunDiagnostics) -> None:
 
 
 def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
-    """Everything from the saved files: per-run records and rows, per-strategy statistics, tests vs the
-    baseline."""
+    """Everything from the saved files: per-run records and rows, per-strategy statistics, the bootstraps
+    and the verdicts against the baseline."""
     if not runs:
         raise ConfigError(f"no finished runs in {spec.out_dir}; run the comparison first (without --report-only)")
     per_run = [read_run(r, spec) for r in runs]
     rows = [result_row(p) for p in per_run]
     strategies = list(dict.fromkeys(r.strategy for r in runs))
-    smooth = "none" if any(p.diag.captioning is not None for p in per_run) else "exp"  # as the COCO scorer
+    captioning = any(p.diag.captioning is not None for p in per_run)
     return Comparison(
         preset=spec.preset,
         runs_finished=len(runs),
@@ -193,21 +192,12 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
         baseline=spec.baseline,
         rows=rows,
         summary={name: StrategySummary.of([x for x in rows if x.strategy == name]) for name in strategies},
-        tests=tests_vs_baseline(
-            per_run, rows, _valid_units, _valid_ppl, stats.perplexity_bootstrap, False, spec.baseline
-        ),
-        bleu_tests=tests_vs_baseline(
-            per_run, rows, _bleu_stats, _bleu, lambda a, b: stats.bleu_bootstrap(a, b, smooth=smooth), True,
-            spec.baseline,
-        ),
-        vu_tests=tests_vs_baseline(
-            per_run, rows, _word_incidence, _vu, stats.vocab_usage_bootstrap, True, spec.baseline
-        ),
+        bootstrap=unit_bootstraps(per_run, spec.baseline, captioning),
         per_run=per_run,
         update_dynamics=_similarities(spec, per_run),
         verdicts=all_verdicts(rows, spec.baseline, spec.margins, spec.design),
         seeding=_seeding_schemes(per_run),
-        metric=None if spec.metric is None else primary_metric(rows, spec.metric),
+        metric=None if spec.metric is None else metrics.chosen(spec.metric).key,
         title=data_title(runs[0].cfg, per_run[0].diag.vocab_size),
     )
 
@@ -216,36 +206,6 @@ def _seeding_schemes(per_run: list[RunRecord]) -> dict[str, int]:
     """seeding scheme -> number of runs (scheme 1 for summaries that record none)."""
     schemes = Counter(str(p.summary.seeding or seeding.LEGACY_SCHEME) for p in per_run)
     return dict(sorted(schemes.items()))
-
-
-UnitStatistics = Callable[[RunArrays], np.ndarray | None]
-"""which per-unit statistics of a run a test resamples."""
-SeedValue = Callable[[ResultRow], float | None]
-"""which per-seed value of a run the seed test compares."""
-
-
-def _valid_units(a: RunArrays) -> np.ndarray | None:
-    return a.valid_units
-
-
-def _bleu_stats(a: RunArrays) -> np.ndarray | None:
-    return a.bleu_stats
-
-
-def _word_incidence(a: RunArrays) -> np.ndarray | None:
-    return a.word_incidence
-
-
-def _valid_ppl(r: ResultRow) -> float | None:
-    return r.valid_ppl
-
-
-def _bleu(r: ResultRow) -> float | None:
-    return r.bleu
-
-
-def _vu(r: ResultRow) -> float | None:
-    return r.vu
 
 
 def _similarities(spec: CompareSpec, per_run: list[RunRecord]) -> list[update_dynamics.SimilarityRow]:
@@ -258,52 +218,43 @@ def _similarities(spec: CompareSpec, per_run: list[RunRecord]) -> list[update_dy
     return update_dynamics.cached_similarity_rows(spec.out_dir, sources)
 
 
-def _seed_stack(per_run: list[RunRecord], strategy: str, unit_stats: UnitStatistics) -> np.ndarray:
-    """(seeds, units, k) per-unit statistics of a strategy, seeds in order."""
-    arrs = [unit_stats(p.arrays) for p in sorted(per_run, key=lambda p: p.seed) if p.strategy == strategy]
-    present = [a for a in arrs if a is not None]
-    if not present:
-        return np.zeros((0, 0, 2))
-    n = min(a.shape[0] for a in present)
-    return np.stack([a[:n] for a in present])
+def _seed_stack(per_run: list[RunRecord], strategy: str, field: str) -> np.ndarray | None:
+    """(seeds, units, k) per-unit values ``RunArrays.<field>`` of a strategy, seeds in order (None: a run
+    lacks them)."""
+    arrs = [getattr(p.arrays, field) for p in sorted(per_run, key=lambda p: p.seed) if p.strategy == strategy]
+    if not arrs or any(a is None for a in arrs):
+        return None
+    n = min(a.shape[0] for a in arrs)
+    return np.stack([a[:n] for a in arrs])
 
 
-def _seed_values(rows: list[ResultRow], strategy: str, seed_value: SeedValue) -> list[float]:
-    return [v for x in rows if x.strategy == strategy and (v := seed_value(x)) is not None]
-
-
-def tests_vs_baseline(
-    per_run: list[RunRecord],
-    rows: list[ResultRow],
-    unit_stats: UnitStatistics,
-    seed_value: SeedValue,
-    bootstrap: Callable[[np.ndarray, np.ndarray], dict[str, Any]],
-    higher_is_better: bool,
-    baseline: str = BASELINE,
-) -> dict[str, BaselineTest]:
-    """Every strategy against the baseline: ``bootstrap`` over the per-unit statistics ``unit_stats``
-    (paired, the seeds both have), combined with Welch's test over the per-seed values ``seed_value``, and
-    the verdict. {} when the baseline is missing or some run lacks the statistics."""
-    strategies = list(dict.fromkeys(p.strategy for p in per_run))
-    if baseline not in strategies or any(unit_stats(p.arrays) is None for p in per_run):
-        return {}
-    base = _seed_stack(per_run, baseline, unit_stats)
-    out = {}
-    for name in strategies:
-        mine = _seed_stack(per_run, name, unit_stats)
-        n = min(len(base), len(mine))
-        if name == baseline or not n or mine[:n].shape[1:] != base[:n].shape[1:]:
+def unit_bootstraps(
+    per_run: list[RunRecord], baseline: str, captioning: bool
+) -> dict[str, dict[str, UnitBootstrap]]:
+    """metric -> strategy -> the paired bootstrap against ``baseline`` over the metric's per-unit values
+    (``embtie.metrics.UnitValues``) and the seeds both have; a metric is left out when the baseline is
+    missing or some run lacks its values."""
+    strategies = [s for s in dict.fromkeys(p.strategy for p in per_run) if s != baseline]
+    out: dict[str, dict[str, UnitBootstrap]] = {}
+    for m in metrics.METRICS:
+        if m.units is None or any(getattr(p.arrays, m.units.arrays) is None for p in per_run):
             continue
-        t = bootstrap(mine[:n], base[:n])
-        p_seeds = stats.seed_t_test(_seed_values(rows, name, seed_value), _seed_values(rows, baseline, seed_value))
-        stats.combine_with_seed_test(t, p_seeds)
-        t["verdict"] = stats.verdict(t, higher_is_better=higher_is_better)
-        out[name] = BaselineTest.of(t)
+        base = _seed_stack(per_run, baseline, m.units.arrays)
+        if base is None:
+            continue
+        found = {}
+        for name in strategies:
+            mine = _seed_stack(per_run, name, m.units.arrays)
+            n = 0 if mine is None else min(len(base), len(mine))
+            if mine is not None and n and mine[:n].shape[1:] == base[:n].shape[1:]:
+                found[name] = UnitBootstrap.of(m.units.bootstrap(mine[:n], base[:n], captioning))
+        if found:
+            out[m.key] = found
     return out
 
 
 def write_tables(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
-    """DIR/results.csv (one row per run) and DIR/results.json (rows, statistics, tests; no arrays)."""
+    """DIR/results.csv (one row per run) and DIR/results.json (rows, statistics, bootstraps, verdicts; no arrays)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / "results.csv"
     rows = [row.to_json() for row in comparison.rows]

@@ -13,10 +13,11 @@ from embtie.comparison.launchers.base import Launcher
 from embtie.comparison.launchers.local import LocalLauncher
 from embtie.comparison.plan import BASELINE, CompareSpec, plan
 from embtie.comparison.results import finished_runs, read_run, result_row
-from embtie.comparison.verdicts import TESTED, metric_verdicts, primary_metric
-from embtie.decisions import DEFAULT_MARGINS, SequentialDesign
+from embtie.comparison.verdicts import metric_verdicts
+from embtie.decisions import SequentialDesign
 from embtie.decisions.sequential import seeds_wanted
 from embtie.errors import ConfigError
+from embtie.metrics import margins_with, primary
 
 
 def _design(spec: CompareSpec) -> SequentialDesign:
@@ -35,9 +36,8 @@ def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
     design = _design(spec)
     rows = [result_row(read_run(r, spec)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
     have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != spec.baseline}
-    key = primary_metric(rows, spec.metric) if rows or spec.metric else TESTED[0].key
-    metric = next(m for m in TESTED if m.key == key)
-    margin = spec.margins.get(metric.margin_of, DEFAULT_MARGINS[metric.margin_of])
+    metric = primary(rows, spec.metric)
+    margin = margins_with(spec.margins)[metric.margin_key]
     verdicts = metric_verdicts(rows, spec.baseline, metric, margin, design) if rows else None
     decided = {} if verdicts is None else {s: d for s in have if (d := verdicts.decision(s)) is not None}
     want = seeds_wanted(design, decided, have)

@@ -30,8 +30,8 @@ from torch import Tensor
 from embtie import progress
 from embtie.data.subwords import cache_root
 from embtie.errors import DataError
+from embtie.files import save_tensors
 from embtie.models.image_encoders import CAPTION_EXTRA, ImageEncoder
-from embtie.rundir import checkpoints
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _COCO_RELEASE = re.compile(r"COCO_([a-z]+[0-9]{4})_")
@@ -141,7 +141,7 @@ def _write_shard(cache_dir: Path, index: int, names: list[str], spatial: Tensor)
     tmp = cache_dir / f".tmp-{final.name}"
     tensors = {"spatial": spatial.to(torch.float16).contiguous(), "pooled": spatial.mean(1).contiguous()}
     try:
-        checkpoints.save_tensors(tensors, tmp, metadata={"names": json.dumps(names)})
+        save_tensors(tensors, tmp, metadata={"names": json.dumps(names)})
         load_file(str(tmp))  # read back before it is renamed into place: a short write is never read as a shard
         os.replace(tmp, final)
     except OSError:

@@ -9,13 +9,12 @@ or is it still undecided — and how many seeds would decide it.
 - ``sequential``: the looks of ``embtie compare --until-decided`` and the level each look spends.
 """
 
-from embtie.decisions.margins import DEFAULT_MARGINS, Margin, parse_margins
+from embtie.decisions.margins import Margin, parse_margins
 from embtie.decisions.paired import PairedDifference, paired_difference
 from embtie.decisions.sequential import SequentialDesign
 from embtie.decisions.verdict import Decision, decide_all
 
 __all__ = [
-    "DEFAULT_MARGINS",
     "Decision",
     "Margin",
     "PairedDifference",

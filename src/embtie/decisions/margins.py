@@ -1,7 +1,8 @@
 """Margins of practical equivalence: a difference smaller than the margin is one a user would not act
 on. A relative margin is a percentage of the baseline's value (perplexity: 1%), an absolute one is in
 the metric's own unit (BLEU: 0.5 points). They are the frequentist form of a region of practical
-equivalence (Benavoli et al., JMLR 2017) and are printed in every report that uses them."""
+equivalence (Benavoli et al., JMLR 2017) and are printed in every report that uses them. This module is
+generic: each metric's default margin is declared with the metric (``embtie.metrics``)."""
 
 from __future__ import annotations
 
@@ -31,24 +32,13 @@ class Margin:
         return f"{self.value:g}%" if self.relative else f"{self.value:g}"
 
 
-DEFAULT_MARGINS: dict[str, Margin] = {
-    "valid_ppl": Margin(1.0, relative=True),
-    "bleu": Margin(0.5),
-    "vu": Margin(5.0, relative=True),
-    "valid_bpb": Margin(0.2, relative=True),
-}
-"""Defaults per tested metric: perplexity ±1% (about the run-to-run spread of a well-seeded LM
-comparison), BLEU ±0.5 points (below what MT papers report as a gain; captioning's BLEU-4 is tested
-under the same key), vocabulary usage ±5% of the baseline's distinct words, bits per byte ±0.2%: bits per
-byte is proportional to the loss, and perplexity ±1% is a loss difference of 0.01 nats, 0.2% of a word
-model's loss of about 5 nats (perplexity ~150). The test split's metrics use their validation margin."""
-
 _ITEM = re.compile(r"^(?P<key>[a-z_0-9]+)=(?P<value>[0-9.eE+-]+)(?P<pct>%?)$")
 
 
-def parse_margins(text: str | None, defaults: dict[str, Margin] | None = None) -> dict[str, Margin]:
-    """``"valid_ppl=2%,bleu=0.3"`` -> the defaults with those margins replaced (None: the defaults)."""
-    out = dict(DEFAULT_MARGINS if defaults is None else defaults)
+def parse_margins(text: str | None, defaults: dict[str, Margin]) -> dict[str, Margin]:
+    """``"valid_ppl=2%,bleu=0.3"`` -> ``defaults`` (metric key -> margin; ``embtie.metrics.DEFAULT_MARGINS``)
+    with those margins replaced (None: the defaults)."""
+    out = dict(defaults)
     if not text:
         return out
     for item in (i.strip() for i in text.split(",")):

@@ -19,6 +19,7 @@ from embtie.decisions import Margin, paired_difference
 from embtie.ladder.budget import RungBudget
 from embtie.ladder.spec import Ladder
 from embtie.ladder.trend import Trend, fit
+from embtie.metrics import primary_among
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,12 @@ def _budget_json(b: RungBudget) -> dict[str, Any]:
 
 
 def _metric(data: dict[str, Any]) -> str:
-    """The deciding metric of a saved comparison: --metric's, else BLEU where tested, else perplexity."""
+    """The deciding metric of a saved comparison: --metric's, else its task's default among the metrics it
+    tested (``embtie.metrics.primary_among``: BLEU where tested, else perplexity)."""
     verdicts = data.get("verdicts", {})
     if data.get("metric") in verdicts:
         return str(data["metric"])
-    return "bleu" if "bleu" in verdicts else "valid_ppl"
+    return primary_among(verdicts).key
 
 
 def rung_effects(data: dict[str, Any], budget: RungBudget) -> tuple[MetricInfo, list[RungEffect]]:

@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from embtie.errors import ConfigError
+from embtie.files import save_tensors
 from embtie.rundir import checkpoints
 
 
@@ -79,7 +80,7 @@ def average_checkpoints(run_dir: str | Path, last: int) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
-        checkpoints.save_tensors({k: v.contiguous() for k, v in avg.items()}, tmp / "model.safetensors")
+        save_tensors({k: v.contiguous() for k, v in avg.items()}, tmp / "model.safetensors")
         sources = json.dumps({"averaged": [p.name for p in chosen]}, indent=1)
         (tmp / "sources.json").write_text(sources, encoding="utf-8")
     except OSError as e:  # a full disk: nothing half-written is left, the checkpoints are untouched

@@ -18,24 +18,24 @@ the previous checkpoint intact and pointed to.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_bytes
-from safetensors.torch import load_file, save_file, save_model
+from safetensors.torch import load_file, save_model
 from torch import Tensor, nn
 
 from embtie.errors import EmbtieError
+from embtie.files import os_errors as os_errors  # re-exported: training/ and analysis still import them here
+from embtie.files import save_tensors as save_tensors
+from embtie.files import write_atomic as write_atomic
 
 CKPT = "checkpoints"
 LATEST = "latest"
@@ -43,40 +43,6 @@ LATEST = "latest"
 
 class CheckpointError(EmbtieError):
     """No readable checkpoint where one is needed; the message names the file and what to do."""
-
-
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (str as UTF-8, or bytes) to ``path`` through a temporary file and ``os.replace``; a
-    failed write (a full disk) removes the temporary file and raises the OSError."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-@contextlib.contextmanager
-def os_errors(path: Path) -> Iterator[None]:
-    """safetensors reports a failed write (``No space left on device``) as a SafetensorError naming the OS
-    error code; raise it as the OSError it is (naming ``path``), so that callers and the command line treat
-    a full disk as the ordinary error it is."""
-    try:
-        yield
-    except SafetensorError as e:
-        m = re.search(r"(?:code: |os error )(\d+)", str(e))
-        if m is None:
-            raise
-        code = int(m.group(1))
-        raise OSError(code, os.strerror(code), str(path)) from None
-
-
-def save_tensors(tensors: dict[str, Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
-    """``safetensors.torch.save_file`` with a failed write raised as an OSError (``os_errors``)."""
-    with os_errors(path):
-        save_file(tensors, str(path), metadata=metadata)
 
 
 def save_model_file(model: nn.Module, path: Path) -> None:

@@ -45,7 +45,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from embtie.errors import EmbtieError
-from embtie.rundir.checkpoints import write_atomic
+from embtie.files import write_atomic
 
 LOCK = ".embtie-lock"
 INFO = ".embtie-lock.json"

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from embtie.errors import ConfigError
-from embtie.rundir.checkpoints import write_atomic
+from embtie.files import write_atomic
 
 JOBS_FILE = "slurm-jobs.json"
 VERSION = 1

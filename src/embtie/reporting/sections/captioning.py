@@ -25,12 +25,12 @@ def _row(ctx: ReportContext, n: str) -> list[str]:
         n,
         ci(s.bleu1, 1),
         ci(s.bleu, 2),
-        *delta_cells(ctx, "bleu", ctx.comparison.bleu_tests.get(n), n, 2),
+        *delta_cells(ctx, "bleu", n),
         ci(s.meteor, 1),
         ci(s.rouge_l, 1),
         ci(s.cider, 1),
         ci(s.vu, 0),
-        *delta_cells(ctx, "vu", ctx.comparison.vu_tests.get(n), n, 0, MORE_FEWER),
+        *delta_cells(ctx, "vu", n, MORE_FEWER),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
     ]
 

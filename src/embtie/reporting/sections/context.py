@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from embtie.comparison.records import BaselineTest, Comparison, ResultRow, RunRecord, SeedSummary
-from embtie.comparison.verdicts import TESTED
+from embtie.comparison.records import Comparison, ResultRow, RunRecord, SeedSummary
 from embtie.decisions import Decision
+from embtie.metrics import metric as declared
 from embtie.reporting.document import Block as Block  # the sections' block type, re-exported
 from embtie.reporting.document import fmt
 
@@ -114,28 +114,24 @@ def _too_few_seeds(ctx: ReportContext, metric: str, strategy: str) -> str:
     the seeds but no test (a relative margin of a baseline at 0)."""
     if strategy == ctx.baseline:
         return "-"
-    value = next(m.value for m in TESTED if m.key == metric)
+    value = declared(metric).value
     mine = {r.seed for r in ctx.rows if r.strategy == strategy and value(r) is not None}
     base = {r.seed for r in ctx.rows if r.strategy == ctx.baseline and value(r) is not None}
     n = len(mine & base)
     return "-" if not mine or n >= 2 else f"undecided, {n} paired seed{'' if n == 1 else 's'}"
 
 
-def delta_cells(
-    ctx: ReportContext,
-    metric: str,
-    test: BaselineTest | None,
-    strategy: str,
-    digits: int,
-    words: dict[str, str] | None = None,
-) -> list[str]:
-    """Δ [CI] (bootstrap), p (bootstrap / paired seeds, Holm) and the verdict of ``metric``."""
+def delta_cells(ctx: ReportContext, metric: str, strategy: str, words: dict[str, str] | None = None) -> list[str]:
+    """Δ [CI] (the paired bootstrap over units), p (bootstrap / paired seeds, Holm) and the verdict of
+    ``metric``, to its declared digits."""
     if strategy == ctx.baseline:
         return ["baseline", "-", "-"]
+    test = ctx.comparison.bootstrap_of(metric, strategy)
     if test is None:
         return ["-", "-", "-"]
+    digits = declared(metric).digits
     lo, hi = test.delta_ci
     delta = f"{test.delta:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
     d = decision(ctx, metric, strategy)
-    p_seeds = None if d is None else d.p_difference_holm
-    return [delta, f"{p_cell(test.p_value)} / {p_cell(p_seeds)}", verdict_cell(ctx, metric, strategy, words)]
+    p_paired = None if d is None else d.p_difference_holm
+    return [delta, f"{p_cell(test.p_value)} / {p_cell(p_paired)}", verdict_cell(ctx, metric, strategy, words)]

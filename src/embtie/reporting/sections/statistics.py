@@ -39,11 +39,10 @@ def overview(ctx: ReportContext) -> list[Block]:
 
 def _perplexity_row(ctx: ReportContext, n: str) -> list[str]:
     s = ctx.comparison.summary[n]
-    t = ctx.comparison.tests.get(n)
-    if t is None and n != ctx.baseline:
+    if ctx.comparison.bootstrap_of("valid_ppl", n) is None and n != ctx.baseline:
         cells = ["-", "-", f"no {ctx.baseline} baseline in this comparison"]
     else:
-        cells = delta_cells(ctx, "valid_ppl", t, n, 1)
+        cells = delta_cells(ctx, "valid_ppl", n)
     return [n, ci(s.valid_ppl), *cells, ci(s.best_valid_ppl), ci(s.step0_loss, 2)]
 
 

@@ -8,10 +8,11 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from embtie.comparison.records import SeedSummary, StrategySummary
-from embtie.comparison.verdicts import MetricVerdicts, primary_metric
+from embtie.comparison.records import MetricVerdicts, SeedSummary
 from embtie.decisions import Decision
 from embtie.decisions.verdict import VERDICTS
+from embtie.metrics import Metric, held_out, primary
+from embtie.metrics import metric as declared
 from embtie.reporting.document import Heading, Text, fmt
 from embtie.reporting.sections.context import Block, ReportContext, p_cell
 
@@ -119,45 +120,20 @@ def _sentence(name: str, d: Decision, label: str, words: dict[str, str] | None =
             f"within {margin} is shown; {more}.")  # fmt: skip
 
 
-def _primary(ctx: ReportContext) -> tuple[str, str]:
+def _primary(ctx: ReportContext) -> tuple[Metric, str]:
     """The metric the summary leads with and its name."""
-    metric = primary_metric(ctx.rows, ctx.comparison.metric)
-    if metric in LABELS:
-        return metric, LABELS[metric]
-    return metric, "BLEU-4" if ctx.comparison.captioning else "BLEU"
-
-
-LABELS = {
-    "valid_ppl": "perplexity",
-    "valid_bpb": "bits per byte",
-    "vu": "distinct words",
-    "valid_ppl_int8": "perplexity with int8 tables",
-    "valid_ppl_int4": "perplexity with int4 tables",
-}
-SUMMARIES: dict[str, Callable[[StrategySummary], SeedSummary | None]] = {
-    "bleu": lambda s: s.bleu,
-    "vu": lambda s: s.vu,
-    "valid_ppl": lambda s: s.valid_ppl,
-    "valid_bpb": lambda s: s.valid_bpb,
-    "test_ppl": lambda s: s.test_ppl,
-    "test_bpb": lambda s: s.test_bpb,
-    "valid_ppl_int8": lambda s: s.valid_ppl_int8,
-    "valid_ppl_int4": lambda s: s.valid_ppl_int4,
-}
-"""tested metric -> its seed summary in a ``StrategySummary``."""
-TEST_OF = {"valid_ppl": "test_ppl", "valid_bpb": "test_bpb"}
-"""a validation metric -> the same metric on the test split (``embtie compare --test``)."""
+    metric = primary(ctx.rows, ctx.comparison.metric)
+    return metric, metric.label_in(ctx.comparison.captioning)
 
 
 def plain_summary(ctx: ReportContext) -> list[str]:
     """Sentences, one per strategy compared with the baseline (decided ones first), and the tally."""
     metric, label = _primary(ctx)
-    base = _baseline_summary(ctx, SUMMARIES[metric])
-    if base is None or base.n == 0:
+    base = _baseline_summary(ctx, metric)
+    if base.n == 0:
         return [f"There is no baseline (`{ctx.baseline}`) in this comparison, so no strategy is compared with one."]
-    digits = {"bleu": 2, "valid_bpb": 3}.get(metric, 1)
-    lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, digits)} (mean over seeds)."]
-    v = ctx.comparison.verdicts.get(metric)
+    lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, metric.digits)} (mean over seeds)."]
+    v = ctx.comparison.verdicts.get(metric.key)
     if v is None:
         n = len({r.seed for r in ctx.rows if r.strategy == ctx.baseline})
         return [*lines, f"No strategy has two seeds paired with the baseline's yet, so every one is undecided, "
@@ -167,18 +143,18 @@ def plain_summary(ctx: ReportContext) -> list[str]:
     groups = {k: [n for n, d in decided if d.verdict == k] for k in VERDICTS}
     tally = [f"{k}: {', '.join(groups[k])}" for k in VERDICTS if groups[k]]
     lines.append(f"In short ({label}, margin {v.margin_text()}): " + "; ".join(tally) + ".")
-    return lines + test_split_summary(ctx, metric, label) + vocab_usage_summary(ctx)
+    return lines + held_out_summary(ctx, metric, label) + vocab_usage_summary(ctx)
 
 
-def test_split_summary(ctx: ReportContext, metric: str, label: str) -> list[str]:
-    """The same verdicts on the test split (``--test``): reported beside the validation ones, decided by the
-    same paired tests, never used to stop or select; [] without test results."""
-    key = TEST_OF.get(metric)
-    v = ctx.comparison.verdicts.get(key) if key is not None else None
-    if key is None or v is None:
+def held_out_summary(ctx: ReportContext, metric: Metric, label: str) -> list[str]:
+    """The same verdicts on the held-out test split (``--test``): reported beside the validation ones,
+    decided by the same paired tests, never used to stop or select; [] without test results."""
+    test = held_out(metric.key)
+    v = None if test is None else ctx.comparison.verdicts.get(test.key)
+    if test is None or v is None:
         return []
-    base = _baseline_summary(ctx, SUMMARIES[key])
-    mean = "" if base is None or base.n == 0 else f" (`{ctx.baseline}`: {fmt(base.mean, 3 if 'bpb' in key else 1)})"
+    base = _baseline_summary(ctx, test)
+    mean = "" if base.n == 0 else f" (`{ctx.baseline}`: {fmt(base.mean, test.digits)})"
     decided = _in_order(v)
     tally = [f"{k}: {', '.join(n for n, d in decided if d.verdict == k)}" for k in VERDICTS
              if any(d.verdict == k for _, d in decided)]  # fmt: skip
@@ -190,20 +166,17 @@ def vocab_usage_summary(ctx: ReportContext) -> list[str]:
     """Sentences on vocabulary usage (distinct words in the outputs, Shalev et al.'s VU) against the
     baseline, where the comparison measured it (captioning, translation); [] otherwise."""
     v = ctx.comparison.verdicts.get("vu")
-    base = _baseline_summary(ctx, lambda s: s.vu)
-    if v is None or base is None or base.n == 0:
+    base = _baseline_summary(ctx, declared("vu"))
+    if v is None or base.n == 0:
         return []
     lines = [f"Vocabulary usage: `{ctx.baseline}`'s outputs use {fmt(base.mean, 0)} distinct words (mean over seeds)."]
     said = {"better": "uses more distinct words than", "worse": "uses fewer distinct words than"}
-    return lines + [_sentence(n, d, "distinct words", said) for n, d in _in_order(v)]
+    return lines + [_sentence(n, d, declared("vu").label, said) for n, d in _in_order(v)]
 
 
-def _baseline_summary(
-    ctx: ReportContext, metric: Callable[[StrategySummary], SeedSummary | None]
-) -> SeedSummary | None:
-    """The baseline's seed summary of ``metric`` (None when the comparison has no baseline)."""
-    s = ctx.comparison.summary.get(ctx.baseline)
-    return None if s is None else metric(s)
+def _baseline_summary(ctx: ReportContext, metric: Metric) -> SeedSummary:
+    """The baseline's seed summary of ``metric`` (over no seeds when the comparison has no baseline)."""
+    return SeedSummary.of(metric.values(ctx.rows, ctx.baseline))
 
 
 def _in_order(v: MetricVerdicts) -> list[tuple[str, Decision]]:

@@ -32,10 +32,10 @@ def _bleu_row(ctx: ReportContext, n: str) -> list[str]:
     return [
         n,
         ci(s.bleu, 2),
-        *delta_cells(ctx, "bleu", ctx.comparison.bleu_tests.get(n), n, 2),
+        *delta_cells(ctx, "bleu", n),
         ci(SeedSummary.of(tok), 2) if tok else "-",
         ci(s.vu, 0),
-        *delta_cells(ctx, "vu", ctx.comparison.vu_tests.get(n), n, 0, MORE_FEWER),
+        *delta_cells(ctx, "vu", n, MORE_FEWER),
         f"{100 * float(np.mean(share)):.2f}%" if share else "-",
         f"{100 * float(np.mean(unk)):.2f}%" if unk else "-",
     ]

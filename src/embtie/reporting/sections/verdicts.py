@@ -3,9 +3,11 @@ common random numbers, with the margin, the test that decided, and the seeds an 
 
 from __future__ import annotations
 
-from embtie.comparison.verdicts import TESTED, MetricVerdicts, paired_values, primary_metric
+from embtie.comparison.records import MetricVerdicts
+from embtie.comparison.verdicts import paired_values
 from embtie.decisions import Decision
 from embtie.decisions.pairing import pairing
+from embtie.metrics import BY_KEY, Metric, primary
 from embtie.reporting.document import Heading, Table, Text
 from embtie.reporting.sections.context import Block, ReportContext, p_cell
 
@@ -47,7 +49,9 @@ def _pct(confidence: float) -> str:
 
 
 def _label(ctx: ReportContext, v: MetricVerdicts) -> str:
-    return "BLEU-4" if v.metric == "bleu" and ctx.comparison.captioning else v.label
+    """The metric's label (its captioning label in a captioning comparison); a saved one it no longer declares."""
+    declared = BY_KEY.get(v.metric)
+    return v.label if declared is None else declared.label_in(ctx.comparison.captioning)
 
 
 def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
@@ -70,12 +74,9 @@ def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
     )
 
 
-def pairing_table(ctx: ReportContext, metric: str) -> Table | None:
-    """How closely each strategy's per-seed values follow tied's on ``metric`` and how much variance the
+def pairing_table(ctx: ReportContext, tested: Metric) -> Table | None:
+    """How closely each strategy's per-seed values follow tied's on ``tested`` and how much variance the
     pairing removes (None below 3 paired seeds)."""
-    tested = next((m for m in TESTED if m.key == metric), None)
-    if tested is None:
-        return None
     rows = []
     for n in ctx.names:
         if n == ctx.baseline:
@@ -122,5 +123,5 @@ def verdicts(ctx: ReportContext) -> list[Block]:
         return []
     blocks: list[Block] = [Heading("Verdicts: paired seeds and margins of equivalence"), Text(seeding_text(ctx))]
     blocks += [_table(ctx, v) for v in tested]
-    gain = pairing_table(ctx, primary_metric(ctx.rows, ctx.comparison.metric))
+    gain = pairing_table(ctx, primary(ctx.rows, ctx.comparison.metric))
     return blocks + ([gain] if gain is not None else [])

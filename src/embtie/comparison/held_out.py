@@ -1,5 +1,5 @@
-"""``embtie compare --test``: every finished run evaluated on the test split, after training, for test
-verdicts reported beside the validation ones.
+"""``embtie compare --test``: every finished run evaluated on the held-out test split, after training, for
+test verdicts reported beside the validation ones.
 
 The result of a run is ``RUN_DIR/test.json``: the evaluation's numbers (loss, perplexity, bits per byte
 for a language model), the test text it read and the checkpoint it came from (provenance). It is
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from embtie.comparison.plan import PlannedRun
+from embtie.files import write_atomic
 from embtie.rundir import provenance
-from embtie.rundir.checkpoints import write_atomic
 
 TEST_FILE = "test.json"
 
