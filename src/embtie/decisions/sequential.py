@@ -73,7 +73,8 @@ def replay(
 ) -> dict[str, Decision]:
     """The decision of every strategy under ``design`` from its per-seed values (seed order, paired
     with ``baseline``'s): at each look the strategies still undecided that have that many seeds are
-    tested (Holm over them at the look's level); the first decided verdict is final. A strategy that
+    tested (one step-down family over them at the look's level, ``verdict.step_down``); the first
+    decided verdict is final. A strategy that
     ends undecided gets the decision at its last complete look, with the seeds it would need unless
     ``with_power`` is False."""
     final: dict[str, Decision] = {}
@@ -87,9 +88,10 @@ def replay(
         last_diffs.update(diffs)
         final.update(decide_all(diffs, higher_is_better, design.alpha_per_look, with_power=False))
     for k, d in final.items():  # how far an undecided comparison is from a decision, at its last look
-        if d.verdict == "undecided" and with_power:
-            needed = seeds_to_decide(d.mean, last_diffs[k].sd, d.margin, design.alpha_per_look)
-            final[k] = replace(d, seeds_needed=needed)
+        if d.verdict == "undecided" and with_power:  # at the level its test ran at there
+            c_diff, c_eq = d.confidences()
+            at = (1 - c_eq) / 2 if abs(d.mean) < d.margin else 1 - c_diff
+            final[k] = replace(d, seeds_needed=seeds_to_decide(d.mean, last_diffs[k].sd, d.margin, at))
     return final
 
 
