@@ -87,12 +87,19 @@ def replay(
         diffs = {k: paired_difference(values[k][:n], baseline[:n], margin) for k in ready}
         last_diffs.update(diffs)
         final.update(decide_all(diffs, higher_is_better, design.alpha_per_look, with_power=False))
-    for k, d in final.items():  # how far an undecided comparison is from a decision, at its last look
-        if d.verdict == "undecided" and with_power:  # at the level its test ran at there
-            c_diff, c_eq = d.confidences()
-            at = (1 - c_eq) / 2 if abs(d.mean) < d.margin else 1 - c_diff
-            final[k] = replace(d, seeds_needed=seeds_to_decide(d.mean, last_diffs[k].sd, d.margin, at))
+    if with_power:  # how far an undecided comparison is from a decision, at its last look
+        final = {k: with_seeds_needed(d, last_diffs[k].sd) for k, d in final.items()}
     return final
+
+
+def with_seeds_needed(d: Decision, sd: float) -> Decision:
+    """An undecided decision with the seeds that would decide it at the level its test ran at (its
+    step's); a decided one as it is."""
+    if d.verdict != "undecided":
+        return d
+    c_diff, c_eq = d.confidences()
+    at = (1 - c_eq) / 2 if abs(d.mean) < d.margin else 1 - c_diff
+    return replace(d, seeds_needed=seeds_to_decide(d.mean, sd, d.margin, at))
 
 
 def seeds_wanted(
