@@ -41,6 +41,7 @@ import numpy as np
 
 from embtie.decisions.paired import PairedDifference
 from embtie.decisions.power import seeds_to_decide
+from embtie.decisions.signflip import model_based, signflip_p
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
 FAMILY = "one step-down over all tests"
@@ -77,6 +78,10 @@ class Decision:
     before intervals followed Holm (their ``ci`` is at 1 - ``level``)."""
     tost_confidence: float | None = None
     """the confidence of ``tost_ci``: 1 - 2 x the level of its Holm step; None: 1 - 2 ``level``."""
+    p_signflip: float | None = None
+    """the exact sign-flip p of the paired differences (``signflip``; None in older files)."""
+    model_based: bool = False
+    """a better/worse verdict no distribution-free sign test could reach with these pairs at its level."""
 
     def confidences(self) -> tuple[float, float]:
         """The confidence of ``ci`` and of ``tost_ci`` (older files: 1 - a and 1 - 2a)."""
@@ -175,5 +180,6 @@ def decide_all(
                           tost_ci=d.interval(1 - 2 * le), p_difference=d.p_difference(),
                           p_equivalence=d.p_equivalence(), p_difference_holm=pd, p_equivalence_holm=pe,
                           level=level, margin=d.margin.value, relative=d.margin.relative, seeds_needed=needed,
-                          test=test, ci_confidence=1 - ld, tost_confidence=1 - 2 * le)  # fmt: skip
+                          test=test, ci_confidence=1 - ld, tost_confidence=1 - 2 * le,
+                          p_signflip=signflip_p(d.diffs), model_based=model_based(verdict, d.n, ld))  # fmt: skip
     return out
