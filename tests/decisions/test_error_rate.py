@@ -15,7 +15,7 @@ import pytest
 
 from embtie.decisions import Margin, SequentialDesign, decide_all, paired_difference
 from embtie.decisions.sequential import replay
-from embtie.decisions.verdict import holm
+from embtie.decisions.verdict import TWO_FAMILIES, holm, rule_of
 
 MARGIN = Margin(1.0)
 ARMS = {"none": (0.0, 3.0), "at-margin": (1.0, 0.3), "inside": (0.5, 0.05)}
@@ -52,12 +52,8 @@ def _one_look_rates(reps: int = 4000, n: int = 6) -> tuple[float, float]:
         diffs = {k: paired_difference(v, [0.0] * n, MARGIN) for k, v in _draw(rng, n).items()}
         out = decide_all(diffs, higher_is_better=True, level=LEVEL, with_power=False)
         ours += any(_wrong(d.verdict, TRUTH[k]) for k, d in out.items())
-        names = list(diffs)
-        p_d = holm([diffs[k].p_difference() for k in names])
-        p_e = holm([diffs[k].p_equivalence() for k in names])
-        old = {k: "equivalent" if pe < LEVEL else ("better" if diffs[k].mean > 0 else "worse") if pd < LEVEL
-               else "undecided" for k, pd, pe in zip(names, p_d, p_e)}  # fmt: skip
-        theirs += any(_wrong(v, TRUTH[k]) for k, v in old.items())
+        old = decide_all(diffs, higher_is_better=True, level=LEVEL, with_power=False, rule=TWO_FAMILIES)
+        theirs += any(_wrong(d.verdict, TRUTH[k]) for k, d in old.items())
     return ours / reps, theirs / reps
 
 
@@ -99,3 +95,14 @@ def test_one_strategy_keeps_both_tests_at_the_level(delta):
     diffs = {"s": paired_difference(list(rng.normal(delta, 0.3, 6)), [0.0] * 6, MARGIN)}
     d = decide_all(diffs, higher_is_better=True, level=LEVEL, with_power=False)["s"]
     assert d.confidences() == pytest.approx((1 - LEVEL, 1 - 2 * LEVEL))
+
+
+def test_the_rule_before_corrects_each_kind_of_test_on_its_own_and_old_files_keep_it():
+    rng = np.random.default_rng(9)
+    diffs = {k: paired_difference(v, [0.0] * 6, MARGIN) for k, v in _draw(rng, 6).items()}
+    old = decide_all(diffs, higher_is_better=True, level=LEVEL, rule=TWO_FAMILIES)
+    names = list(diffs)
+    assert [old[k].p_difference_holm for k in names] == pytest.approx(holm([diffs[k].p_difference() for k in names]))
+    assert [old[k].p_equivalence_holm for k in names] == pytest.approx(holm([diffs[k].p_equivalence() for k in names]))
+    assert all(d.test.endswith(", Holm") for d in old.values() if d.verdict != "undecided")
+    assert rule_of({}) == TWO_FAMILIES and rule_of({"decision_rule": "one-family"}) == "one-family"

@@ -12,10 +12,13 @@ or is it still undecided — and how many seeds would decide it.
 from embtie.decisions.margins import DEFAULT_MARGINS, Margin, parse_margins
 from embtie.decisions.paired import PairedDifference, paired_difference
 from embtie.decisions.sequential import SequentialDesign
-from embtie.decisions.verdict import Decision, decide_all
+from embtie.decisions.verdict import ONE_FAMILY, RULES, TWO_FAMILIES, Decision, decide_all, rule_of
 
 __all__ = [
     "DEFAULT_MARGINS",
+    "ONE_FAMILY",
+    "RULES",
+    "TWO_FAMILIES",
     "Decision",
     "Margin",
     "PairedDifference",
@@ -23,4 +26,5 @@ __all__ = [
     "decide_all",
     "paired_difference",
     "parse_margins",
+    "rule_of",
 ]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from embtie.decisions.margins import Margin
 from embtie.decisions.paired import PairedDifference, paired_difference
 from embtie.decisions.power import seeds_to_decide
-from embtie.decisions.verdict import Decision, decide_all
+from embtie.decisions.verdict import ONE_FAMILY, RULES, Decision, decide_all
 from embtie.errors import ConfigError
 
 
@@ -37,6 +37,8 @@ class SequentialDesign:
     step: int = 2
     max_seeds: int = 10
     alpha: float = 0.05
+    rule: str = ONE_FAMILY
+    """how each look's tests are corrected (``verdict.RULES``): one family since 2026-11-28."""
 
     def __post_init__(self) -> None:
         if self.first < 2:
@@ -47,6 +49,8 @@ class SequentialDesign:
             raise ConfigError(f"--max-seeds {self.max_seeds} is below the first look's {self.first} seeds")
         if not 0 < self.alpha < 1:
             raise ConfigError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.rule not in RULES:
+            raise ConfigError(f"decision rule {self.rule!r} is not one of {', '.join(RULES)}")
 
     @property
     def looks(self) -> tuple[int, ...]:
@@ -86,19 +90,19 @@ def replay(
             continue
         diffs = {k: paired_difference(values[k][:n], baseline[:n], margin) for k in ready}
         last_diffs.update(diffs)
-        final.update(decide_all(diffs, higher_is_better, design.alpha_per_look, with_power=False))
+        final.update(decide_all(diffs, higher_is_better, design.alpha_per_look, with_power=False, rule=design.rule))
     if with_power:  # how far an undecided comparison is from a decision, at its last look
-        final = {k: with_seeds_needed(d, last_diffs[k].sd) for k, d in final.items()}
+        final = {k: with_seeds_needed(d, last_diffs[k].sd, design.rule) for k, d in final.items()}
     return final
 
 
-def with_seeds_needed(d: Decision, sd: float) -> Decision:
+def with_seeds_needed(d: Decision, sd: float, rule: str = ONE_FAMILY) -> Decision:
     """An undecided decision with the seeds that would decide it at the level its test ran at (its
-    step's); a decided one as it is."""
+    step's; the look's level under the rule before); a decided one as it is."""
     if d.verdict != "undecided":
         return d
     c_diff, c_eq = d.confidences()
-    at = (1 - c_eq) / 2 if abs(d.mean) < d.margin else 1 - c_diff
+    at = ((1 - c_eq) / 2 if abs(d.mean) < d.margin else 1 - c_diff) if rule == ONE_FAMILY else d.level
     return replace(d, seeds_needed=seeds_to_decide(d.mean, sd, d.margin, at))
 
 

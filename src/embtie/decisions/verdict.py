@@ -44,8 +44,22 @@ from embtie.decisions.power import seeds_to_decide
 from embtie.decisions.signflip import model_based, signflip_p
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
-FAMILY = "one step-down over all tests"
+ONE_FAMILY = "one-family"
+"""the rule since 2026-11-28: all 2k tests one step-down family (``step_down``); any wrong verdict <= a."""
+TWO_FAMILIES = "two-families"
+"""the rule before: the difference tests and the equivalence tests each Holm-corrected on their own at a,
+so a comparison's chance of any wrong verdict was bounded only by 2a. Folders decided under it keep it
+(their design fixed it); ``rule_of`` reads which rule a saved comparison used."""
+RULES = (ONE_FAMILY, TWO_FAMILIES)
+FAMILY = {ONE_FAMILY: "one step-down over all tests", TWO_FAMILIES: "Holm"}
 """how a verdict's test was corrected, in the words the report prints after the test's name."""
+
+
+def rule_of(saved: Mapping[str, object]) -> str:
+    """The rule a saved comparison (its results.json) was decided under: its ``decision_rule``, else the
+    rule of the files written before the key existed."""
+    rule = saved.get("decision_rule", TWO_FAMILIES)
+    return rule if isinstance(rule, str) and rule in RULES else TWO_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -143,9 +157,13 @@ class StepDown:
     level_equivalence: list[float]
 
 
-def step_down(p_difference: list[float], p_equivalence: list[float], level: float) -> StepDown:
+def step_down(p_difference: list[float], p_equivalence: list[float], level: float, rule: str = ONE_FAMILY) -> StepDown:
     """The 2k tests of k strategies as one family at ``level`` (module docstring): Holm's step-down
-    with Shaffer's bound, at most k of the 2k nulls true at once."""
+    with Shaffer's bound, at most k of the 2k nulls true at once; under ``TWO_FAMILIES`` each kind of
+    test Holm-corrected on its own."""
+    if rule == TWO_FAMILIES:
+        return StepDown(holm(p_difference), holm(p_equivalence),
+                        holm_levels(p_difference, level), holm_levels(p_equivalence, level))  # fmt: skip
     k = len(p_difference)
     both = [*p_difference, *p_equivalence]
     adjusted, levels = holm(both, true_at_most=k), holm_levels(both, level, true_at_most=k)
@@ -157,11 +175,14 @@ def decide_all(
     higher_is_better: bool,
     level: float = 0.05,
     with_power: bool = True,
+    rule: str = ONE_FAMILY,
 ) -> dict[str, Decision]:
     """Decisions for every strategy's paired difference, all 2k tests one family at ``level``
-    (``step_down``); ``with_power`` False leaves ``seeds_needed`` None (it costs a search over n)."""
+    (``step_down``; ``rule`` TWO_FAMILIES: the rule before); ``with_power`` False leaves
+    ``seeds_needed`` None (it costs a search over n)."""
     names = list(diffs)
-    family = step_down([diffs[k].p_difference() for k in names], [diffs[k].p_equivalence() for k in names], level)
+    p_d, p_e = [diffs[k].p_difference() for k in names], [diffs[k].p_equivalence() for k in names]
+    family = step_down(p_d, p_e, level, rule)
     p_diff, p_eq = family.p_difference, family.p_equivalence
     level_diff, level_eq = family.level_difference, family.level_equivalence
     out = {}
@@ -169,13 +190,14 @@ def decide_all(
         d = diffs[k]
         verdict, test = "undecided", "neither test rejects"
         if pe < level:
-            verdict, test = "equivalent", f"paired TOST within {d.margin.text()}, {FAMILY}"
+            verdict, test = "equivalent", f"paired TOST within {d.margin.text()}, {FAMILY[rule]}"
         elif pd < level:
             improved = (d.mean > 0) == higher_is_better
-            verdict, test = ("better" if improved else "worse"), f"paired t-test, {FAMILY}"
+            verdict, test = ("better" if improved else "worse"), f"paired t-test, {FAMILY[rule]}"
         needed = None
-        if verdict == "undecided" and with_power:  # at the level its next test would run at
-            needed = seeds_to_decide(d.mean, d.sd, d.margin.value, le if abs(d.mean) < d.margin.value else ld)
+        if verdict == "undecided" and with_power:  # at the level its step ran at (the family's, before)
+            at = (le if abs(d.mean) < d.margin.value else ld) if rule == ONE_FAMILY else level
+            needed = seeds_to_decide(d.mean, d.sd, d.margin.value, at)
         out[k] = Decision(verdict=verdict, n=d.n, mean=d.mean, ci=d.interval(1 - ld),
                           tost_ci=d.interval(1 - 2 * le), p_difference=d.p_difference(),
                           p_equivalence=d.p_equivalence(), p_difference_holm=pd, p_equivalence_holm=pe,
