@@ -44,32 +44,37 @@ class PairedDifference:
     def se(self) -> float:
         return self.sd / math.sqrt(self.n) if self.n > 1 else math.nan
 
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of the t statistic (n - 1 for one block of pairs)."""
+        return self.n - 1
+
     def interval(self, level: float) -> tuple[float, float]:
         """Two-sided ``level`` Student-t interval of the mean difference ((nan, nan) below 2 seeds)."""
-        if self.n < 2:
+        if self.df < 1:
             return (math.nan, math.nan)
         if self.sd == 0:
             return (self.mean, self.mean)
-        half = float(special.stdtrit(self.n - 1, 0.5 + level / 2)) * self.se
+        half = float(special.stdtrit(self.df, 0.5 + level / 2)) * self.se
         return (self.mean - half, self.mean + half)
 
     def p_difference(self) -> float:
         """Two-sided p-value of the paired t-test of mean difference 0 (nan below 2 seeds)."""
-        if self.n < 2:
+        if self.df < 1:
             return math.nan
         if self.sd == 0:
             return 1.0 if self.mean == 0 else 0.0
-        return float(2 * special.stdtr(self.n - 1, -abs(self.mean) / self.se))
+        return float(2 * special.stdtr(self.df, -abs(self.mean) / self.se))
 
     def p_equivalence(self) -> float:
         """TOST p-value of |mean difference| >= margin: the larger of the two one-sided p-values."""
-        if self.n < 2:
+        if self.df < 1:
             return math.nan
         m = self.margin.value
         if self.sd == 0:
             return 0.0 if abs(self.mean) < m else 1.0
-        p_low = special.stdtr(self.n - 1, -(self.mean + m) / self.se)  # H0: d <= -m
-        p_high = special.stdtr(self.n - 1, (self.mean - m) / self.se)  # H0: d >= +m
+        p_low = special.stdtr(self.df, -(self.mean + m) / self.se)  # H0: d <= -m
+        p_high = special.stdtr(self.df, (self.mean - m) / self.se)  # H0: d >= +m
         return float(max(p_low, p_high))
 
 
