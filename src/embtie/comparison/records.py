@@ -31,12 +31,26 @@ class Numerics(Record):
     """the kernel-changing environment variables that were set (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_CBWR)."""
     threads: int
     torch: str
+    gpu: dict[str, Any] | None = None
+    """a CUDA run's GPU: name, cuda, cudnn, tf32_matmul, tf32_cudnn (``numerics.gpu_numerics``)."""
 
     def text(self) -> str:
-        """One phrase: "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0+cpu" (overrides named)."""
+        """One phrase: "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0+cpu" (overrides named), or for a GPU
+        run "NVIDIA H200, CUDA 13.0, cuDNN 91000, TF32 off, torch ..." """
+        if self.gpu is not None:
+            tf32 = "on" if self.gpu.get("tf32_matmul") else "off"
+            return (f"{self.gpu.get('name')}, CUDA {self.gpu.get('cuda')}, cuDNN {self.gpu.get('cudnn')}, "
+                    f"TF32 {tf32}, torch {self.torch}")  # fmt: skip
         env = "".join(f", {k}={v}" for k, v in self.kernel_env.items())
         threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
         return f"{self.cpu}, {self.cpu_capability} kernels{env}, {threads}, torch {self.torch}"
+
+    def machine(self) -> str:
+        """The block a pooled verdict puts this run's pairs in: the GPU's name, or the CPU model and its
+        kernel path."""
+        if self.gpu is not None:
+            return str(self.gpu.get("name"))
+        return f"{self.cpu} ({self.cpu_capability})"
 
 
 @dataclass(kw_only=True)
