@@ -192,6 +192,7 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "Procrustes cosine {:.2f} to untied's output vs {:.2f} to its input ({} seeds of the decisive design", "press-wolf-decisive",
      lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")), len(f.dynamics("tied", "to_output")))),
     (R, "step-0 loss tied {:.2f} vs ln V {:.2f}", "su-convergence", lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"))),
+    (R, "{:.2f} over su-ordering's {} scheme-2 seeds", "su-ordering", lambda f: (f.mean("tied", "step0_loss"), len(f.rows_of("tied")))),
     (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
     (R, "untied: {};", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
     *[(R, f"{name}: {{}}", "su-ordering", lambda f, n=name: f.said("valid_ppl", n)) for name in ("tied-shuffle", "tied-bert", "untied", "tied")],
