@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from embtie.comparison import DEFAULT_JOB_SEEDS, DEFAULT_STRATEGIES
-from embtie.decisions import DEFAULT_MARGINS, Decision, decide_all, paired_difference
+from embtie.decisions import TWO_FAMILIES, Decision, decide_all, paired_difference
+from embtie.metrics import DEFAULT_MARGINS
 
 HERE = Path(__file__).resolve().parent
 NOISE = HERE / "noise"
@@ -112,7 +113,7 @@ def variant_decisions(
         base = [by_seed[i][BASELINE] for i in order]
         diffs = {k: paired_difference([by_seed[i][k] for i in order], base, MARGIN)
                  for k in strategies if k != BASELINE}  # fmt: skip
-        out[key] = decide_all(diffs, higher_is_better=False, level=0.05)
+        out[key] = decide_all(diffs, higher_is_better=False, level=0.05, rule=TWO_FAMILIES)  # its design's rule
     return out
 
 

@@ -15,13 +15,15 @@ import argparse
 import csv
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from noise_report import ppl_table  # this folder's module (the script's own folder is on sys.path)
 
 from embtie.comparison import DEFAULT_JOB_DESIGN, DEFAULT_STRATEGIES
-from embtie.decisions import DEFAULT_MARGINS
+from embtie.decisions import TWO_FAMILIES
 from embtie.decisions.simulation import simulate
+from embtie.metrics import DEFAULT_MARGINS
 
 HERE = Path(__file__).resolve().parent
 TRIALS = 1000
@@ -50,12 +52,13 @@ def inflated(obs: list[dict[str, float]], factor: float) -> list[dict[str, float
 def run(setting: str, table: Path) -> dict:
     obs = observations(table, setting, DEFAULT_STRATEGIES)
     margin = DEFAULT_MARGINS["valid_ppl"]
-    out: dict = {"setting": setting, "observations": len(obs), "design": DEFAULT_JOB_DESIGN.description(),
+    design = replace(DEFAULT_JOB_DESIGN, rule=TWO_FAMILIES)  # the rule this folder was designed and decided under
+    out: dict = {"setting": setting, "observations": len(obs), "design": design.description(),
                  "margin": margin.text(), "trials": TRIALS, "stress_factor": STRESS, "methods": {}}  # fmt: skip
     cases = {"bootstrap": (obs, "bootstrap"), "normal": (obs, "normal"),
              "normal, spread x2": (inflated(obs, STRESS), "normal")}  # fmt: skip
     for name, (drawn, method) in cases.items():
-        sim = simulate(drawn, "tied", DEFAULT_JOB_DESIGN, margin, trials=TRIALS, method=method)
+        sim = simulate(drawn, "tied", design, margin, trials=TRIALS, method=method)
         out["methods"][name] = {"probabilities": sim.probabilities, "all_decided": sim.all_decided,
                                 "same_on_two_machines": same_on_two(sim.probabilities),
                                 "mean_seeds": sim.mean_seeds}  # fmt: skip

@@ -18,6 +18,7 @@ sys.path.insert(0, str(HERE.parents[1]))  # the checkout's root: bench.saved_res
 from bench.saved_results import context, markdown, saved_comparison  # noqa: E402
 
 from embtie.comparison.verdicts import all_verdicts  # noqa: E402
+from embtie.decisions import TWO_FAMILIES  # noqa: E402
 from embtie.reporting.sections.verdicts import verdicts  # noqa: E402
 
 BASELINE = "tied-loginit"
@@ -26,7 +27,7 @@ BASELINE = "tied-loginit"
 def ordering_markdown(folder: Path = HERE) -> str:
     """ordering.md's text: the Verdicts section of the saved comparison redrawn against ``BASELINE``."""
     saved = saved_comparison(folder)
-    comparison = replace(saved, baseline=BASELINE, verdicts=all_verdicts(saved.rows, BASELINE))
+    comparison = replace(saved, baseline=BASELINE, verdicts=all_verdicts(saved.rows, BASELINE, rule=TWO_FAMILIES))
     chunks = markdown(verdicts(context(comparison, folder)), folder)
     head = (f"# Su's ordering: every strategy against {BASELINE} (from results.json)\n\n"
             "Written by `python results/su-convergence/ordering.py` (recomputed by "

@@ -49,15 +49,19 @@ def test_holm_matches_statsmodels():
     assert holm([float("nan"), 0.01]) == pytest.approx([1.0, 0.02])
 
 
-def test_holm_adjusts_across_strategies_like_the_step_down_rule():
+def test_all_tests_of_a_comparison_are_one_step_down_family_with_shaffers_bound():
+    """The j-th smallest of the 2k p-values (differences and equivalences together) is multiplied by
+    min(k, 2k - j), made monotone: at most k of the 2k nulls can be true at once."""
     rng = np.random.default_rng(0)
     diffs = {f"s{i}": paired_difference(list(rng.normal(0.3 * i, 1.0, 8)), [0.0] * 8, Margin(0.2)) for i in range(4)}
     out = decide_all(diffs, higher_is_better=True, level=0.05)
-    raw = sorted((d.p_difference, k) for k, d in out.items())
-    m, running = len(raw), 0.0
-    for rank, (p, k) in enumerate(raw):
-        running = max(running, min(1.0, (m - rank) * p))
-        assert out[k].p_difference_holm == pytest.approx(running)
+    raw = sorted([(d.p_difference, k, "d") for k, d in out.items()]
+                 + [(d.p_equivalence, k, "e") for k, d in out.items()])
+    k, running = len(out), 0.0
+    for rank, (p, name, which) in enumerate(raw):
+        running = max(running, min(1.0, min(k, 2 * k - rank) * p))
+        got = out[name].p_difference_holm if which == "d" else out[name].p_equivalence_holm
+        assert got == pytest.approx(running)
 
 
 def test_power_matches_statsmodels_and_seeds_needed_reach_it():

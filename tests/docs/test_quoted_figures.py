@@ -23,7 +23,7 @@ import pytest
 
 from embtie.comparison.records import SeedSummary
 from embtie.comparison.verdicts import all_verdicts, paired_values
-from embtie.decisions import Decision, SequentialDesign
+from embtie.decisions import Decision, SequentialDesign, rule_of
 from embtie.decisions.pairing import Pairing, pairing
 from embtie.decisions.sequential import replay
 from embtie.metrics import DEFAULT_MARGINS
@@ -79,7 +79,8 @@ class Folder:
         if saved is not None and "looks at" in saved["design"] and baseline is None:
             d = saved["decisions"][strategy]
             return Decision(**{**d, "ci": tuple(d["ci"]), "tost_ci": tuple(d["tost_ci"])})
-        d = all_verdicts(self.rows, baseline or self.saved.get("baseline", "tied"))[metric].decision(strategy)
+        rule = rule_of(self.saved)
+        d = all_verdicts(self.rows, baseline or self.saved.get("baseline", "tied"), rule=rule)[metric].decision(strategy)
         assert d is not None
         return d
 
@@ -197,6 +198,7 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     (R, "Procrustes cosine {:.2f} to untied's output vs {:.2f} to its input ({} seeds of the decisive design", "press-wolf-decisive",
      lambda f: (statistics.mean(f.dynamics("tied", "to_output")), statistics.mean(f.dynamics("tied", "to_input")), len(f.dynamics("tied", "to_output")))),
     (R, "step-0 loss tied {:.2f} vs ln V {:.2f}", "su-convergence", lambda f: (f.mean("tied", "step0_loss"), f.mean("tied", "ln_v"))),
+    (R, "{:.2f} over su-ordering's {} scheme-2 seeds", "su-ordering", lambda f: (f.mean("tied", "step0_loss"), len(f.rows_of("tied")))),
     (R, "tied-loginit the least: {}", "su-convergence", lambda f: f.said("valid_ppl", "tied-loginit")),
     (R, "untied: {};", "su-convergence", lambda f: f.said("valid_ppl", "untied")),
     *[(R, f"{name}: {{}}", "su-ordering", lambda f, n=name: f.said("valid_ppl", n)) for name in ("tied-shuffle", "tied-bert", "untied", "tied")],
@@ -220,7 +222,8 @@ FIGURES: list[tuple[str, str, str, Expr]] = [
     *[(L, f"{name}'s\nslope {{:.2f}} points per tenfold body [{{:.2f}}, {{:+.2f}}]" if name == "untied" else f"{name}'s {{:.2f}} [{{:.2f}}, {{:+.2f}}]", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f, n=name: _ladder()["slope"][n]) for name in ("untied", "l2norm")],
     (L, "{:,.0f} core-seconds of training steps", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: sum(_ladder_train_s(r) for r in ("xs", "s", "m", "l"))),
     (L, "rung xs {:.0f} s, s {:.0f} s, m {:.0f} s, l {:,.0f} s", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: tuple(_ladder_train_s(r) for r in ("xs", "s", "m", "l"))),
-    (L, "reduced χ² {:.2f}", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: _ladder()["scale"]["untied"]),
+    (L, "reduced χ² {:.2f} on the standard errors", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: _ladder()["scale"]["untied"]),
+    (L, "({:.2f} on the rungs' own standard errors)", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: _ladder()["raw_scale"]["untied"]),
     (L, "would take {:.2f}, {:.1f} and {:.0f} H100 GPU-hours", "ladder-ptb-gpt-tiny/rungs/size-m", lambda f: tuple(_ladder()["gpu"][r] for r in ("2xl", "4xl", "6xl"))),
     *[(MM, f"| {name} | {layers} | {{:,}} | {{}} |", "ladder-matched-m", lambda f, n=name: (f.rows_of(n)[0].params_learned, f.said("valid_ppl", n))) for name, layers in (("untied", 1), ("l2norm", 14))],
     (MM, "(1,329,984 learned\nparameters against untied's {:,}, {:+.2f}%)", "ladder-matched-m", lambda f: (f.rows_of("untied")[0].params_learned, 100 * (f.rows_of("tied")[0].params_learned / f.rows_of("untied")[0].params_learned - 1))),
@@ -516,12 +519,13 @@ def _ladder() -> dict[str, dict[str, Any]]:
 
     data = json.loads((ROOT / "results" / "ladder-ptb-gpt-tiny" / "ladder.json").read_text(encoding="utf-8"))
     out: dict[str, dict[str, Any]] = {"body": {r["value"]: r["body"] for r in data["rungs"]}, "gpu": data["gpu_hours"],
-                                      "slope": {}, "scale": {}}  # fmt: skip
+                                      "slope": {}, "scale": {}, "raw_scale": {}}  # fmt: skip
     for name in ("untied", "l2norm"):
         e = [x for x in data["effects"] if x["strategy"] == name]
         t = fit([x["body"] for x in e], [x["mean"] for x in e], [x["se"] for x in e], [x["n"] for x in e])
         out["slope"][name] = (t.slope, *t.slope_interval())
         out["scale"][name] = t.scale
+        out["raw_scale"][name] = fit([x["body"] for x in e], [x["mean"] for x in e], [x["se"] for x in e]).scale
     return out
 
 
@@ -564,7 +568,7 @@ def _pw_progress(seeds: range) -> tuple[int, float, float, float]:
 
 def _pw_first_look(f: Folder) -> dict[str, Decision]:
     """The design's first look replayed from seeds 0-3 (looks at 4 and 6, each at 0.025, Holm, ±1%)."""
-    design = SequentialDesign(first=4, step=2, max_seeds=6)
+    design = SequentialDesign(first=4, step=2, max_seeds=6, rule=rule_of(f.saved))
     values = {a: [f.seed(a, k, "valid_ppl") for k in range(4)] for a in ("untied", "tied-proj")}
     tied = [f.seed("tied", k, "valid_ppl") for k in range(4)]
     return replay(design, values, tied, DEFAULT_MARGINS["valid_ppl"], higher_is_better=False)

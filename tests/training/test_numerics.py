@@ -29,3 +29,19 @@ def test_summary_reads_numerics_back_and_older_summaries_as_not_recorded():
     assert isinstance(s.numerics, Numerics)
     assert s.numerics.text() == "AMD EPYC, AVX512 kernels, ATEN_CPU_CAPABILITY=avx2, 1 thread, torch 2.13.0+cpu"
     assert TrainingSummary.from_json({"valid_ppl": 300.0}).numerics is None
+
+
+def test_a_cuda_run_records_its_gpu_cuda_cudnn_and_tf32(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: f"NVIDIA H200 #{index}")
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 91000)
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    got = numerics(torch.device("cuda", 0))
+    assert got["gpu"]["name"] == "NVIDIA H200 #0" and got["gpu"]["cuda"] == "13.0" and got["gpu"]["cudnn"] == 91000
+    assert got["gpu"]["tf32_matmul"] == torch.backends.cuda.matmul.allow_tf32
+    assert "gpu" not in numerics(torch.device("cpu"))
+    s = TrainingSummary.from_json({"valid_ppl": 3.0, "numerics": got})
+    assert s.numerics is not None and s.numerics.machine() == "NVIDIA H200 #0"
+    assert s.numerics.text().startswith("NVIDIA H200 #0, CUDA 13.0, cuDNN 91000, TF32 ")
+    cpu = TrainingSummary.from_json({"valid_ppl": 3.0, "numerics": numerics()}).numerics
+    assert cpu is not None and cpu.machine() == f"{cpu.cpu} ({cpu.cpu_capability})"

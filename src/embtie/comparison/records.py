@@ -30,12 +30,26 @@ class Numerics(Record):
     """the kernel-changing environment variables that were set (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_CBWR)."""
     threads: int
     torch: str
+    gpu: dict[str, Any] | None = None
+    """a CUDA run's GPU: name, cuda, cudnn, tf32_matmul, tf32_cudnn (``numerics.gpu_numerics``)."""
 
     def text(self) -> str:
-        """One phrase: "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0+cpu" (overrides named)."""
+        """One phrase: "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0+cpu" (overrides named), or for a GPU
+        run "NVIDIA H200, CUDA 13.0, cuDNN 91000, TF32 off, torch ..." """
+        if self.gpu is not None:
+            tf32 = "on" if self.gpu.get("tf32_matmul") else "off"
+            return (f"{self.gpu.get('name')}, CUDA {self.gpu.get('cuda')}, cuDNN {self.gpu.get('cudnn')}, "
+                    f"TF32 {tf32}, torch {self.torch}")  # fmt: skip
         env = "".join(f", {k}={v}" for k, v in self.kernel_env.items())
         threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
         return f"{self.cpu}, {self.cpu_capability} kernels{env}, {threads}, torch {self.torch}"
+
+    def machine(self) -> str:
+        """The block a pooled verdict puts this run's pairs in: the GPU's name, or the CPU model and its
+        kernel path."""
+        if self.gpu is not None:
+            return str(self.gpu.get("name"))
+        return f"{self.cpu} ({self.cpu_capability})"
 
 
 @dataclass(kw_only=True)
@@ -289,6 +303,9 @@ class Comparison:
     """the tested metric that decides when ``--metric`` chose it (None: perplexity, or BLEU where runs decode)."""
     title: str | None = None
     """what the comparison compares (corpus, tokenizer, vocabulary), for the report's title; None: the preset."""
+    decision_rule: str = "one-family"
+    """how the verdicts' tests were corrected (``embtie.decisions.RULES``); results.json files without the
+    key were decided under the rule before it (``decisions.rule_of``)."""
 
     def runs_of(self, strategy: str) -> list[RunRecord]:
         return [p for p in self.per_run if p.strategy == strategy]
@@ -320,6 +337,7 @@ class Comparison:
             "summary": {k: s.to_json() for k, s in self.summary.items()},
             "bootstrap": {m: {k: t.to_json() for k, t in by.items()} for m, by in self.bootstrap.items()},
             "verdicts": {k: v.to_json() for k, v in self.verdicts.items()},
+            "decision_rule": self.decision_rule,
             "seeding": self.seeding,
             **({"metric": self.metric} if self.metric is not None else {}),
             **({"title": self.title} if self.title is not None else {}),

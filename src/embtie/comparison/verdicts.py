@@ -3,19 +3,21 @@ the runs decode), every strategy against the baseline from the seeds both have, 
 (``embtie.decisions``): better, worse, equivalent within the metric's margin, or undecided with the
 seeds that would decide it.
 
-Without a sequential design every comparison is one look at level alpha (Holm over the strategies);
-with one (``embtie compare --until-decided``) the verdicts are replayed look by look, so a comparison
-decided at an earlier look keeps that verdict. The primary metric (perplexity for language models,
+Without a sequential design every comparison is one look at level alpha; with one (``embtie compare
+--until-decided``) the verdicts are replayed look by look, so a comparison decided at an earlier look keeps
+that verdict. Each look's tests are one family (``embtie.decisions.verdict``: one step-down procedure over
+every strategy's difference and equivalence tests, so any wrong verdict has probability <= alpha); folders
+decided before that rule keep theirs (``rule``: results.json's ``decision_rule``, ``decisions.rule_of``). The primary metric (perplexity for language models,
 BLEU for translation and captioning; ``embtie.metrics.primary``) is the one the sequential design stops on.
 The metrics themselves are declared in ``embtie.metrics``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from embtie.comparison.records import MetricVerdicts, ResultRow
-from embtie.decisions import Margin, SequentialDesign, decide_all, paired_difference
+from embtie.decisions import ONE_FAMILY, TWO_FAMILIES, Margin, SequentialDesign, decide_all, paired_difference
 from embtie.decisions.sequential import replay
 from embtie.metrics import METRICS, Metric, margins_with
 
@@ -37,9 +39,10 @@ def metric_verdicts(
     margin: Margin,
     design: SequentialDesign | None,
     alpha: float = 0.05,
+    rule: str = ONE_FAMILY,
 ) -> MetricVerdicts | None:
     """The verdicts of ``metric`` for every strategy with >= 2 seeds paired with the baseline's (None
-    when no strategy has them)."""
+    when no strategy has them), under the decision ``rule``."""
     strategies = [s for s in dict.fromkeys(r.strategy for r in rows) if s != baseline]
     pairs = {s: paired_values(rows, s, baseline, metric) for s in strategies}
     pairs = {s: p for s, p in pairs.items() if len(p[0]) >= 2}
@@ -49,17 +52,27 @@ def metric_verdicts(
         return None
     if design is None:
         diffs = {s: paired_difference(a, b, margin) for s, (a, b) in pairs.items()}
-        decisions = decide_all(diffs, metric.higher_is_better, alpha)
+        decisions = decide_all(diffs, metric.higher_is_better, alpha, rule=rule)
         n = max(d.n for d in decisions.values())
         k = len(decisions)
-        text = f"one look at {n} paired seeds, level {alpha:g}, Holm over {k} strateg{'y' if k == 1 else 'ies'}"
+        text = f"one look at {n} paired seeds, level {alpha:g}, {_family(rule, k)}"
     else:
         longest = max(pairs.values(), key=lambda p: len(p[1]))[1]  # the baseline's seeds, in order
+        design = replace(design, rule=rule)
         decisions = replay(design, {s: a for s, (a, _) in pairs.items()}, longest, margin, metric.higher_is_better)
-        text = design.description() + ", Holm over the strategies at each look"
+        text = design.description() + f", {_family(rule)} at each look"
     return MetricVerdicts(metric=metric.key, label=metric.label, higher_is_better=metric.higher_is_better,
                           margin=margin.value, relative=margin.relative, design=text,
                           decisions={s: asdict(d) for s, d in decisions.items()})  # fmt: skip
+
+
+def _family(rule: str, k: int | None = None) -> str:
+    """How a look's tests were corrected, in the words of the verdict table's caption."""
+    if rule == TWO_FAMILIES:
+        over = "the strategies" if k is None else f"{k} strateg{'y' if k == 1 else 'ies'}"
+        return f"Holm over {over}"
+    tests = "all tests" if k is None else f"all {2 * k} tests of {k} strateg{'y' if k == 1 else 'ies'}"
+    return f"one step-down family over {tests} (any wrong verdict <= the level)"
 
 
 def all_verdicts(
@@ -68,12 +81,14 @@ def all_verdicts(
     margins: Mapping[str, Margin] | None = None,
     design: SequentialDesign | None = None,
     alpha: float = 0.05,
+    rule: str = ONE_FAMILY,
 ) -> dict[str, MetricVerdicts]:
-    """The verdicts of every declared metric the runs have (``margins``: those that differ from the defaults)."""
+    """The verdicts of every declared metric the runs have (``margins``: those that differ from the
+    defaults), under the decision ``rule`` (a saved folder's: ``decisions.rule_of``)."""
     margins = margins_with(margins or {})
     out = {}
     for metric in METRICS:
-        v = metric_verdicts(rows, baseline, metric, margins[metric.margin_key], design, alpha)
+        v = metric_verdicts(rows, baseline, metric, margins[metric.margin_key], design, alpha, rule)
         if v is not None:
             out[metric.key] = v
     return out

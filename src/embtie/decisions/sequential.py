@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from embtie.decisions.margins import Margin
 from embtie.decisions.paired import PairedDifference, paired_difference
 from embtie.decisions.power import seeds_to_decide
-from embtie.decisions.verdict import Decision, decide_all
+from embtie.decisions.verdict import ONE_FAMILY, RULES, Decision, decide_all
 from embtie.errors import ConfigError
 
 
@@ -37,6 +37,8 @@ class SequentialDesign:
     step: int = 2
     max_seeds: int = 10
     alpha: float = 0.05
+    rule: str = ONE_FAMILY
+    """how each look's tests are corrected (``verdict.RULES``): one family since 2026-11-28."""
 
     def __post_init__(self) -> None:
         if self.first < 2:
@@ -47,6 +49,8 @@ class SequentialDesign:
             raise ConfigError(f"--max-seeds {self.max_seeds} is below the first look's {self.first} seeds")
         if not 0 < self.alpha < 1:
             raise ConfigError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.rule not in RULES:
+            raise ConfigError(f"decision rule {self.rule!r} is not one of {', '.join(RULES)}")
 
     @property
     def looks(self) -> tuple[int, ...]:
@@ -73,7 +77,8 @@ def replay(
 ) -> dict[str, Decision]:
     """The decision of every strategy under ``design`` from its per-seed values (seed order, paired
     with ``baseline``'s): at each look the strategies still undecided that have that many seeds are
-    tested (Holm over them at the look's level); the first decided verdict is final. A strategy that
+    tested (one step-down family over them at the look's level, ``verdict.step_down``); the first
+    decided verdict is final. A strategy that
     ends undecided gets the decision at its last complete look, with the seeds it would need unless
     ``with_power`` is False."""
     final: dict[str, Decision] = {}
@@ -85,12 +90,20 @@ def replay(
             continue
         diffs = {k: paired_difference(values[k][:n], baseline[:n], margin) for k in ready}
         last_diffs.update(diffs)
-        final.update(decide_all(diffs, higher_is_better, design.alpha_per_look, with_power=False))
-    for k, d in final.items():  # how far an undecided comparison is from a decision, at its last look
-        if d.verdict == "undecided" and with_power:
-            needed = seeds_to_decide(d.mean, last_diffs[k].sd, d.margin, design.alpha_per_look)
-            final[k] = replace(d, seeds_needed=needed)
+        final.update(decide_all(diffs, higher_is_better, design.alpha_per_look, with_power=False, rule=design.rule))
+    if with_power:  # how far an undecided comparison is from a decision, at its last look
+        final = {k: with_seeds_needed(d, last_diffs[k].sd, design.rule) for k, d in final.items()}
     return final
+
+
+def with_seeds_needed(d: Decision, sd: float, rule: str = ONE_FAMILY) -> Decision:
+    """An undecided decision with the seeds that would decide it at the level its test ran at (its
+    step's; the look's level under the rule before); a decided one as it is."""
+    if d.verdict != "undecided":
+        return d
+    c_diff, c_eq = d.confidences()
+    at = ((1 - c_eq) / 2 if abs(d.mean) < d.margin else 1 - c_diff) if rule == ONE_FAMILY else d.level
+    return replace(d, seeds_needed=seeds_to_decide(d.mean, sd, d.margin, at))
 
 
 def seeds_wanted(

@@ -4,7 +4,9 @@ kernels to, the environment variables that override that choice, the thread coun
 Training is deterministic on one machine, but another CPU model (or ``ATEN_CPU_CAPABILITY=avx2`` on the
 same one) takes other kernel paths, whose rounding differs; a few hundred steps amplify that into
 per-seed values several percent apart. Every run's summary.json records these facts under ``numerics``
-so a report can say which machine and kernels made its runs, and when they mixed several."""
+so a report can say which machine and kernels made its runs, and when they mixed several. A run on a GPU
+adds the GPU's name, the CUDA and cuDNN versions torch was built with and whether TF32 was allowed in
+matrix products and convolutions (``gpu``): TF32 rounds fp32 inputs to 10 mantissa bits."""
 
 from __future__ import annotations
 
@@ -31,13 +33,30 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def numerics() -> dict[str, Any]:
-    """The numerics of this process now: ``{"cpu": ..., "cpu_capability": ..., "kernel_env": {...},
-    "threads": ..., "torch": ...}`` (``kernel_env`` holds only the variables that are set)."""
+def gpu_numerics(device: torch.device) -> dict[str, Any]:
+    """The GPU a CUDA run used: its name, CUDA and cuDNN versions, and the TF32 switches."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
+        "name": torch.cuda.get_device_name(index),
+        "cuda": torch.version.cuda,
+        "cudnn": cudnn,
+        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+    }
+
+
+def numerics(device: torch.device | None = None) -> dict[str, Any]:
+    """The numerics of this process now: ``{"cpu": ..., "cpu_capability": ..., "kernel_env": {...},
+    "threads": ..., "torch": ...}`` (``kernel_env`` holds only the variables that are set), and ``"gpu"``
+    (``gpu_numerics``) when ``device`` is a CUDA device."""
+    out: dict[str, Any] = {
         "cpu": cpu_model(),
         "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
         "kernel_env": {k: os.environ[k] for k in KERNEL_ENV if k in os.environ},
         "threads": torch.get_num_threads(),
         "torch": str(torch.__version__),
     }
+    if device is not None and device.type == "cuda":
+        out["gpu"] = gpu_numerics(device)
+    return out

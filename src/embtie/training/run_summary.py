@@ -50,6 +50,6 @@ def summary_record(
         "world_size": rt.world_size,
         "device": str(rt.device),
         "seeding": seeding.SCHEME,
-        "numerics": numerics(),
+        "numerics": numerics(rt.device),
         "finished": True,
     }
