@@ -115,7 +115,7 @@ def test_tie_untie_recompiles_once_at_its_switch_and_then_uses_its_own_output_ma
     compiled = torch.compile(twin, fullgraph=True, backend=counter)
     for step in range(4):
         for model in (eager, twin):
-            model.sharing.on_train_step(step, 4)  # unties at round(2/3 * 4) = step 3
+            model.sharing.on_train_step(step, 4, torch.optim.SGD(model.parameters()))  # unties at step 3
         want, _ = _run(eager, True)
         got, grads = _run(compiled, True)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
