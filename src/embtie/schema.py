@@ -173,6 +173,14 @@ def declarations(cls: type) -> tuple[Declaration, ...]:
     return _DECLARATIONS[cls]
 
 
+def check_as(cls: type, name: str, value: Any, key: str, tp: Any = None) -> Any:
+    """``value`` checked as field ``name`` of the declared dataclass ``cls`` is checked (its ``Setting``; its
+    type, or ``tp``), for a Python API that takes what a config key takes: the same range, and a one-line
+    ConfigError naming ``key`` (``param_groups(weight_decay)``) instead of the config key."""
+    d = next(d for d in declarations(cls) if d.name == name)
+    return check(value, d.type if tp is None else tp, key, d.setting)
+
+
 def _read_declarations(cls: type) -> tuple[Declaration, ...]:
     hints = typing.get_type_hints(cls, include_extras=True)
     out = []

@@ -115,7 +115,7 @@ def test_tie_untie_recompiles_once_at_its_switch_and_then_uses_its_own_output_ma
     compiled = torch.compile(twin, fullgraph=True, backend=counter)
     for step in range(4):
         for model in (eager, twin):
-            model.sharing.on_train_step(step, 4)  # unties at round(2/3 * 4) = step 3
+            model.sharing.on_train_step(step, 4, torch.optim.SGD(model.parameters()))  # unties at step 3
         want, _ = _run(eager, True)
         got, grads = _run(compiled, True)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
@@ -127,3 +127,26 @@ def test_eager_callers_keep_their_range_checks():
     model = _Probe("tied", {})
     with pytest.raises(DataError, match="token id 64 is outside the vocabulary"):
         model(torch.tensor([[1, 64]]), torch.tensor([[1, 2]]))
+
+
+@pytest.mark.parametrize("impl", ["plain", "chunked"])
+@pytest.mark.parametrize("name", ["tied", "adaptive"])
+def test_compiled_callers_get_embtie_s_line_for_ids_and_targets_out_of_range(name, impl):
+    """The range check runs as the ``embtie::checked_ids`` operator in the graph: embtie's line at run time,
+    not the kernels' "index out of bounds" (inductor) or torch's IndexError (eager kernels)."""
+    strategy = sharing.build(name, V, D)
+    compiled = torch.compile(lambda i, t: strategy.loss(strategy.embed(i), t, impl=impl), backend="aot_eager")
+    ids, targets = torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, -100]])
+    assert torch.isfinite(compiled(ids, targets))  # in range (and an ignored target): no error
+    with pytest.raises(DataError, match=rf"^token id {V} is outside the vocabulary \[0, {V}\)$"):
+        compiled(torch.tensor([[1, V, 3]]), targets)
+    with pytest.raises(DataError, match=rf"^target id -1 is outside the vocabulary \[0, {V}\); .*ignore_index=-100$"):
+        compiled(ids, torch.tensor([[2, -1, -100]]))
+
+
+def test_inductor_compiled_embedding_reports_an_id_out_of_range_with_embtie_s_line():
+    strategy = sharing.build("tied", V, D)
+    compiled = torch.compile(lambda i: strategy.embed(i).sum())  # inductor, torch.compile's default
+    assert torch.isfinite(compiled(torch.tensor([0, V - 1])))
+    with pytest.raises(DataError, match=rf"^token id -3 is outside the vocabulary \[0, {V}\)$"):
+        compiled(torch.tensor([-3, 1]))

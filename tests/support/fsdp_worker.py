@@ -23,6 +23,7 @@ from embtie.config import load_config
 from embtie.rundir import checkpoints
 from embtie.runtime import exit_process, setup
 from embtie.training import train
+from embtie.training.objective import split
 from embtie.training.trainer import Trainer
 
 OVERRIDES = [
@@ -77,7 +78,7 @@ def probe(run: Path, strategy: str, out: Path) -> None:
         assert isinstance(p, DTensor), name
         shards[name] = (tuple(p.shape), tuple(p.to_local().shape), str(p.placements))
     batch = trainer.task.train_batch(0, 0, rt.rank, rt.world_size, rt.device)
-    obj, _, _, _ = trainer.objective(batch, None)
+    obj, _ = split(trainer.objective(batch, None)[0])
     obj.backward()
     grads = {n: p.grad.full_tensor() for n, p in model.named_parameters()}
     weights = {n: p.full_tensor().detach() for n, p in model.named_parameters()}

@@ -15,7 +15,7 @@ from embtie.rundir.checkpoints import latest
 from embtie.tasks import get as get_task
 from embtie.training import train
 from embtie.training.metrics_log import read_metrics
-from embtie.training.objective import Objective
+from embtie.training.objective import Objective, split
 from embtie.training.optim import build_optimizer
 from torchrun_launch import torchrun
 
@@ -84,7 +84,7 @@ def test_tying_survives_ddp_wrapping(tmp_path):
         opt = build_optimizer(model, cfg.train)
         batch = task.train_batch(0, 0, 0, 1, torch.device("cpu"))
         before = shared.detach().clone()
-        obj, _, _, _ = ddp(batch, None)
+        obj, _ = split(ddp(batch, None)[0])
         obj.backward()
         # the gradient reaching E is the sum of its input-side and output-side gradients
         ids = batch.inputs.unique()
@@ -118,7 +118,7 @@ def test_a_strategy_with_idle_parameters_trains_through_ddp(tmp_path, name):
         opt = build_optimizer(model, cfg.train)
         for step in range(4):  # the untie happens at step round(2/3 * 4) = 3
             model.sharing.on_train_step(step, 4, opt)
-            obj, _, _, _ = ddp(task.train_batch(0, step, 0, 1, torch.device("cpu")), None)
+            obj, _ = split(ddp(task.train_batch(0, step, 0, 1, torch.device("cpu")), None)[0])
             obj.backward()
             opt.step()
             opt.zero_grad()

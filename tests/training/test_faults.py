@@ -45,9 +45,10 @@ def _poison(monkeypatch, steps: set[int]) -> None:
     calls = {"n": 0}
 
     def poisoned(self, batch, carry):
-        obj, ce, tokens, carry = forward(self, batch, carry)
+        losses, tokens, carry = forward(self, batch, carry)  # (objective, ce) stacked
         n, calls["n"] = calls["n"], calls["n"] + 1
-        return (obj * float("nan"), ce, tokens, carry) if n in steps else (obj, ce, tokens, carry)
+        poison = losses.new_tensor([float("nan") if n in steps else 1.0, 1.0])
+        return losses * poison, tokens, carry
 
     monkeypatch.setattr(objective.Objective, "forward", poisoned)
 

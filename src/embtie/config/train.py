@@ -155,7 +155,13 @@ class TrainConfig(Declared):
         ),
     ] = 1
     progress: Annotated[bool, Setting("show a tqdm progress bar (rank 0 only)")] = True
-    compile: Annotated[bool, Setting("torch.compile the model")] = False
+    compile: Annotated[
+        bool,
+        Setting(
+            "torch.compile the training step (model and loss; inductor): the first steps compile (a minute or more "
+            "on a small CPU); dropout draws other masks than eager"
+        ),
+    ] = False
     parallel: Annotated[
         Literal["ddp", "fsdp"],
         Setting(

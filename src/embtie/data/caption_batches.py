@@ -47,13 +47,14 @@ class CaptionBatch:
     """(B, T) long."""
     tgt_out: Tensor
     """(B, T) long, PAD after </s>."""
-
-    @property
-    def num_target_tokens(self) -> int:
-        return int((self.tgt_out != PAD).sum())
+    num_target_tokens: int
+    """the non-PAD positions of ``tgt_out``, counted on the host when the batch is built: a plain int, which
+    ``torch.compile`` traces where a count of the device tensor would break the graph (and sync the host)."""
 
     def to(self, device: torch.device | str) -> CaptionBatch:
-        return CaptionBatch(self.feats.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+        return CaptionBatch(
+            self.feats.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.num_target_tokens
+        )
 
 
 def make_caption_batch(feats: Tensor, pairs: CaptionPairs, idx: list[int]) -> CaptionBatch:
@@ -66,7 +67,7 @@ def make_caption_batch(feats: Tensor, pairs: CaptionPairs, idx: list[int]) -> Ca
         tgt_in[r, : len(s) + 1] = torch.tensor([BOS, *s])
         tgt_out[r, : len(s) + 1] = torch.tensor([*s, EOS])
     rows = torch.tensor([pairs.image[i] for i in idx])
-    return CaptionBatch(feats[rows].float(), tgt_in, tgt_out)
+    return CaptionBatch(feats[rows].float(), tgt_in, tgt_out, int((tgt_out != PAD).sum()))
 
 
 def epoch_order(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:

@@ -28,13 +28,14 @@ class PairBatch:
     tgt_in: Tensor
     tgt_out: Tensor
     index: Tensor
-
-    @property
-    def num_target_tokens(self) -> int:
-        return int((self.tgt_out != PAD).sum())
+    num_target_tokens: int
+    """the non-PAD positions of ``tgt_out``, counted on the host when the batch is built: a plain int, which
+    ``torch.compile`` traces where a count of the device tensor would break the graph (and sync the host)."""
 
     def to(self, device: torch.device | str) -> PairBatch:
-        return PairBatch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.index)
+        return PairBatch(
+            self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.index, self.num_target_tokens
+        )
 
 
 def pad_rows(rows: Sequence[Sequence[int]], pad: int = PAD) -> Tensor:
@@ -53,11 +54,13 @@ def source_tensor(src: Sequence[Sequence[int]]) -> Tensor:
 
 
 def make_batch(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], index: Sequence[int]) -> PairBatch:
+    tgt_out = pad_rows([[*t, EOS] for t in tgt])
     return PairBatch(
         src=source_tensor(src),
         tgt_in=pad_rows([[BOS, *t] for t in tgt]),
-        tgt_out=pad_rows([[*t, EOS] for t in tgt]),
+        tgt_out=tgt_out,
         index=torch.as_tensor(list(index), dtype=torch.long),
+        num_target_tokens=int((tgt_out != PAD).sum()),
     )
 
 

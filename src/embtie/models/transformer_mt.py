@@ -171,7 +171,9 @@ class DecoderLayer(nn.Module):
         def self_attention(y: Tensor) -> Tensor:
             k, v = self.self_attn.project_kv(y)
             if cache is None:
-                return self.self_attn.attend(y, k, v, causal=y.shape[1] > 1)
+                # causal at every T (at T = 1 the mask keeps the one key): no test of T, which torch.compile
+                # traces as a symbol when batches differ in length, and SDPA takes no symbolic bool
+                return self.self_attn.attend(y, k, v, causal=True)
             if "k" in cache:
                 k = _append(cache["k"], k, cache.get("index"))
                 v = _append(cache["v"], v, cache.get("index"))

@@ -38,7 +38,7 @@ from embtie.sharing.adaptive_loss import adaptive_log_probs, adaptive_nll
 from embtie.sharing.base import LogitMoments, SharingStrategy
 from embtie.sharing.factorized import fold_factor
 from embtie.sharing.head import Head
-from embtie.sharing.inputs import check_ids, ranges_checked
+from embtie.sharing.inputs import check_ids, ranges_checked, traced_range_check
 from embtie.sharing.loss import IMPLS, check_targets
 from embtie.sharing.registry import get, register
 
@@ -274,6 +274,7 @@ class Adaptive(SharingStrategy):
         x, t = h.reshape(-1, self.dim), targets.reshape(-1)
         if ranges_checked(t):
             check_targets(t, self.vocab_size, ignore_index)
+        t = traced_range_check(t, self.vocab_size, ignore_index)
         if impl == "plain" or label_smoothing > 0 or torch.compiler.is_compiling():  # traced: no per-cluster gathers
             lp = self.logits(x)
             return F.cross_entropy(lp, t, ignore_index=ignore_index, label_smoothing=label_smoothing)

@@ -19,6 +19,7 @@ from embtie.sharing.head import Head
 from embtie.sharing.inputs import check_hidden, check_ids
 from embtie.sharing.loss import cross_entropy
 from embtie.sharing.softcap import CapShape, SoftcapForm
+from embtie.sharing.step_call import check_step_call
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,10 @@ class SharingStrategy(VocabularyTables):
         """The one call a training loop makes before every optimizer step ``step`` (0-based) of
         ``total_steps`` (embtie's trainer does; so must a user's own loop, docs/your-loop.md): it runs the
         strategy's per-step hooks (tie-untie's switch, which copies E's state in ``optimizer``) and, at the
-        first call, checks that a host's init left the strategy's own init in place (``_check_init``)."""
+        first call, checks that a host's init left the strategy's own init in place (``_check_init``). A step
+        outside [0, total_steps), total_steps < 1, or an optimizer that does not update the strategy (none, for
+        a strategy whose switch carries optimizer state) is a one-line ConfigError (``step_call``)."""
+        check_step_call(self, self.name, step, total_steps, optimizer, self.needs_step_hook)
         self.step_hook_ran = True
         self._check_init()
 

@@ -2,10 +2,12 @@
 errors for inputs of the wrong kind, shape or device, raised before any kernel sees them.
 
 They cost a few attribute reads per call (no host sync): the dtype, shape and device of each input, all
-static under ``torch.compile`` (traced as guards, not as graph breaks). Id ranges are checked on the CPU
-in eager mode, where a min/max is cheap; on a GPU that check needs a host sync, so it
+static under ``torch.compile`` (traced as guards, not as graph breaks). Id ranges are checked on the CPU,
+where a min/max is cheap; on a GPU that check needs a host sync, so it
 runs only when ``CHECK_RANGES_ON_DEVICE`` is set (``EMBTIE_CHECK_RANGES=1`` in the environment, or the
-module attribute) — otherwise the device's own kernel asserts on an id out of range.
+module attribute) — otherwise the device's own kernel asserts on an id out of range. Under
+``torch.compile`` the same check runs as an opaque operator in the graph (``range_check_op``), so a
+compiled model reports an id out of range with the same line as an eager one.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import os
 import torch
 from torch import Tensor
 
-from embtie.errors import DataError, EmbtieError
+from embtie.errors import EmbtieError
+from embtie.sharing.range_check_op import NO_IGNORE, check_range, checked_ids
 
 CHECK_RANGES_ON_DEVICE = os.environ.get("EMBTIE_CHECK_RANGES", "") == "1"
 """check the range of token ids and targets on accelerators too (one host sync per call)."""
@@ -43,25 +46,33 @@ def _same_device(x: Tensor, device: torch.device, what: str, other: str) -> None
 
 
 def ranges_checked(x: Tensor) -> bool:
-    """Whether the id range of ``x`` is checked here: on the CPU always, elsewhere with the flag, and never
-    while ``torch.compile`` traces (a min/max read on the host would break the graph; the compiled
-    kernels' own index checks stand in for it)."""
+    """Whether the id range of ``x`` is checked here, on the host: on the CPU always, elsewhere with the flag,
+    and never while ``torch.compile`` traces (a min/max read on the host would break the graph;
+    ``traced_range_check`` puts the check in the graph instead)."""
     if torch.compiler.is_compiling():
         return False
     return x.device.type == "cpu" or CHECK_RANGES_ON_DEVICE
 
 
+def traced_range_check(ids: Tensor, vocab_size: int, ignore_index: int = NO_IGNORE) -> Tensor:
+    """While ``torch.compile`` traces, where eager mode checks the range (the CPU, or the flag): ``ids``
+    (...,) through the ``embtie::checked_ids`` operator, which raises embtie's line at run time for an id
+    outside [0, V) (targets: other than ``ignore_index``); otherwise ``ids`` itself."""
+    if torch.compiler.is_compiling() and (ids.device.type == "cpu" or CHECK_RANGES_ON_DEVICE):
+        return checked_ids(ids, vocab_size, ignore_index)
+    return ids
+
+
 def check_ids(ids: object, vocab_size: int, device: torch.device) -> Tensor:
-    """Token ids for ``embed``: an integer tensor on ``device`` (the strategy's), each in [0, V)."""
+    """Token ids for ``embed``: an integer tensor on ``device`` (the strategy's), each in [0, V); returns
+    them (under ``torch.compile``: through the range-check operator, ``traced_range_check``)."""
     t = _tensor(ids, "token ids", "integers (torch.long)")
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise InputTypeError(f"token ids must be integers (torch.long), not {t.dtype}")
     _same_device(t, device, "token ids", "the strategy's weights are")
-    if t.numel() and ranges_checked(t):
-        lo, hi = int(t.min()), int(t.max())
-        if lo < 0 or hi >= vocab_size:
-            raise DataError(f"token id {lo if lo < 0 else hi} is outside the vocabulary [0, {vocab_size})")
-    return t
+    if ranges_checked(t):
+        check_range(t, vocab_size)
+    return traced_range_check(t, vocab_size)
 
 
 def check_hidden(h: object, dim: int, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:

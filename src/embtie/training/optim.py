@@ -31,6 +31,7 @@ from torch import nn
 
 from embtie.config import TrainConfig
 from embtie.errors import ConfigError
+from embtie.schema import check_as
 from embtie.sharing.capabilities import VocabularyTables
 from embtie.training.muon_adamw import MuonAdamW
 from embtie.training.table_settings import TableSettings, table_settings
@@ -61,6 +62,7 @@ def param_groups(
     it (they scale each group's own initial lr). A loop that writes one lr into every group itself must
     multiply by ``group.get("lr_mult", 1.0)`` (as ``set_lr`` does), or the multiplier is lost.
     """
+    _check_keywords(weight_decay, embedding_weight_decay, lr, head)
     emb, head_set = table_settings(cfg) if cfg is not None else (TableSettings(), TableSettings())
     wd = cfg.weight_decay if cfg is not None else 0.0
     wd = wd if weight_decay is None else float(weight_decay)
@@ -89,6 +91,23 @@ def param_groups(
             group["lr"] = lr * group.get("lr_mult", 1.0)
         out.append(group)
     return out
+
+
+def _check_keywords(
+    weight_decay: float | None, embedding_weight_decay: float | None, lr: float | None, head: object
+) -> None:
+    """``param_groups``' keywords in the ranges of the config keys they stand for (``train.weight_decay``,
+    ``train.embedding_weight_decay``, ``train.lr``): a one-line ConfigError naming the keyword."""
+    for name, value in (("weight_decay", weight_decay), ("embedding_weight_decay", embedding_weight_decay)):
+        if value is not None:
+            check_as(TrainConfig, name, value, f"param_groups({name})", float)
+    if lr is not None:
+        check_as(TrainConfig, "lr", lr, "param_groups(lr)")
+    if head is not None and not isinstance(head, TableSettings):
+        raise ConfigError(
+            "param_groups(head=...) must be a TableSettings (embtie.training.table_settings), "
+            f"not {type(head).__name__}"
+        )
 
 
 def _holders(model: nn.Module) -> list[VocabularyTables]:

@@ -18,16 +18,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from embtie.config import TrainConfig
+from embtie.schema import check_as
 
 
 @dataclass(frozen=True)
 class TableSettings:
     """One kind of table's optimizer settings: weight decay, peak lr as a multiple of train.lr, betas
-    (None: the optimizer's own)."""
+    (None: the optimizer's own). Made from Python (``param_groups(head=...)``), each is checked with the
+    range of the config key it stands for (``train.embedding_weight_decay``, ``train.lr``,
+    ``train.betas``): a one-line ConfigError, never a value the optimizer would take silently."""
 
     weight_decay: float = 0.0
     lr_mult: float = 1.0
     betas: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        wd = check_as(TrainConfig, "embedding_weight_decay", self.weight_decay, "TableSettings.weight_decay", float)
+        mult = check_as(TrainConfig, "lr", self.lr_mult, "TableSettings.lr_mult")
+        betas = self.betas
+        if betas is not None:
+            betas = tuple(check_as(TrainConfig, "betas", list(_sequence(betas)), "TableSettings.betas"))
+        object.__setattr__(self, "weight_decay", wd)  # frozen: the checked (converted) values
+        object.__setattr__(self, "lr_mult", mult)
+        object.__setattr__(self, "betas", betas)
 
     def group_keys(self) -> dict[str, object]:
         """The keys a parameter group of these tables carries besides its parameters (``lr_mult`` and
@@ -38,6 +51,11 @@ class TableSettings:
         if self.betas is not None:
             keys["betas"] = self.betas
         return keys
+
+
+def _sequence(values: object) -> list[object]:
+    """A list or tuple as a list; anything else as one element (which the declared length then refuses)."""
+    return list(values) if isinstance(values, list | tuple) else [values]
 
 
 def _pair(values: list[float] | None) -> tuple[float, float] | None:

@@ -29,7 +29,7 @@ from embtie.sharing.capabilities import VocabularyTables
 from embtie.training import monitor, nonfinite, parallel, resume
 from embtie.training.clock import Clock
 from embtie.training.metrics_log import MetricsLog
-from embtie.training.objective import Objective
+from embtie.training.objective import Objective, split
 from embtie.training.optim import build_optimizer, lr_factor, set_lr, total_steps
 from embtie.training.path_shares import PathShareProbe
 from embtie.training.run_summary import summary_record
@@ -103,7 +103,8 @@ class Trainer:
         if tc.accumulate == 1:
             batch = self.task.train_batch(epoch, index, rt.rank, rt.world_size, rt.device)
             with runtime.autocast(rt.device, tc.precision):
-                obj, ce, ntok, self.carry = self.objective(batch, self.carry)
+                losses, ntok, self.carry = self.objective(batch, self.carry)
+            obj, ce = split(losses)
             obj.backward()
         else:
             obj, ce, ntok = self._accumulate(epoch, index)
@@ -137,7 +138,8 @@ class Trainer:
             sync = j == len(parts) - 1 or not rt.distributed  # DDP/FSDP reduce on the last one only
             with parallel.gradient_sync(self.objective, self.model, sync):
                 with runtime.autocast(rt.device, self.tc.precision):
-                    obj, ce, ntok, self.carry = self.objective(batch, self.carry)
+                    losses, ntok, self.carry = self.objective(batch, self.carry)
+                obj, ce = split(losses)
                 (obj / len(parts)).backward()
             obj_sum = obj_sum + obj.detach().double() / len(parts)
             nll = nll + ce.detach().double() * ntok
