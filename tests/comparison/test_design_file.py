@@ -63,7 +63,7 @@ def test_a_report_says_confirmatory_only_when_the_design_came_first(tmp_path: Pa
     line = status_line(tmp_path, runs)
     assert line.startswith(f"confirmatory: design {fixed.hash} fixed at {fixed.fixed_at}") and "its 2 runs" in line
     other = Design.of(_spec(baseline="untied"))
-    assert status_line(tmp_path, runs, family=other).startswith("exploratory: this report's tests (baseline")
+    assert status_line(tmp_path, runs, family=other.content()).startswith("exploratory: this report's tests (baseline")
     late = tmp_path / "late"
     fix_design(late, Design.of(_spec()), runs_present=5)
     assert status_line(late, []).startswith("exploratory: 5 runs were in the folder before design")

@@ -6,7 +6,10 @@ The run directories (an LM, a translation and a captioning comparison, a few ste
 checkpoints are deleted, so the reports are drawn from the saved summaries, metrics and analyses
 alone. Their results.json files were rewritten once since, when the old bootstrap + Welch verdicts left
 results.json (issue 51: the bootstraps moved under ``bootstrap``, with the same values; the reports stayed
-byte-identical). Figures are compared byte for byte when matplotlib and Pillow are the versions that drew them
+byte-identical), and the reference reports and results.json were redrawn once more when a comparison's tests
+became one family with the choice among the strategies (issue 50/52: only the verdicts, their intervals and
+captions, the choice and status lines and the sign-flip column changed). Figures are compared byte for byte
+when matplotlib and Pillow are the versions that drew them
 (``versions.json``), else only their presence (PNG bytes depend on those libraries' versions)."""
 
 from __future__ import annotations

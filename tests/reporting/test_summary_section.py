@@ -39,9 +39,9 @@ def test_summary_says_each_verdict_decided_ones_first():
     }
     lines = plain_summary(_ctx(ppl))
     assert lines[0].startswith("Baseline `tied`: perplexity 200")
-    # each interval at its Holm step's level: untied is the first of 3 steps (0.05/3), same the first TOST
+    # each interval at its step's level in the one family of 6 tests: the first 3 steps run at 0.05/3
     assert lines[1].startswith("`untied` is worse than the baseline: +20.0% perplexity, 98.33% CI [")
-    assert "over 5 paired seeds (paired t-test, Holm, p" in lines[1]
+    assert "over 5 paired seeds (paired t-test, one step-down over all tests, p" in lines[1]
     assert lines[2].startswith("`same` is equivalent to the baseline within ±1%: +0.0% perplexity, 96.67% CI [")
     assert lines[3].startswith("`noisy`: ") and "undecided" in lines[3] and "paired seeds would decide it" in lines[3]
     assert lines[-1] == "In short (perplexity, margin ±1%): worse: untied; equivalent: same; undecided: noisy."

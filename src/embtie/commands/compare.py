@@ -497,6 +497,7 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
     t0 = time.perf_counter()
     if not args.report_only:
         _check_before_writing(spec)
+        _fix_design(spec)
     spec, launched = _train(spec, args, launcher)
     runs = comparison.finished_runs(comparison.plan(spec))
     if not runs and launched is not None:
@@ -520,7 +521,20 @@ def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) ->
     print(f"report: {page.resolve()}")
     print(f"        {md.resolve()}")
     print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")
+    for line in comparison_report.choice_lines(results, out):  # the answer last: which strategy to use
+        print(line.replace("`", ""))
     return _unfinished(launched, len(runs))
+
+
+def _fix_design(spec: CompareSpec) -> None:
+    """DIR/design.json written before the first run this command trains (or checked against the one the
+    folder holds: another design is refused in one line), and every planned run's design record."""
+    from embtie import comparison
+    from embtie.comparison import design_file
+
+    planned = comparison.plan(spec)
+    fixed = design_file.fix_design(spec.out_dir, design_file.Design.of(spec), sum(r.trained for r in planned))
+    design_file.record_planned([r.run_dir for r in planned if not r.trained], fixed)
 
 
 def _ladder(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,8 +78,13 @@ class Design:
     @property
     def hash(self) -> str:
         """The first 12 hex digits of the SHA-256 of the canonical JSON of ``content``."""
-        text = json.dumps(self.content(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+        return content_hash(self.content())
+
+
+def content_hash(content: Mapping[str, Any]) -> str:
+    """The hash of a design's content (``Design.content``)."""
+    text = json.dumps(dict(content), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ def read_design(folder: Path) -> FixedDesign | None:
         return None
 
 
-def _differences(saved: dict[str, Any], new: dict[str, Any]) -> str:
+def _differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     keys = [k for k in sorted(set(saved) | set(new)) if saved.get(k) != new.get(k)]
     return "; ".join(f"{k}: {saved.get(k)!r} -> {new.get(k)!r}" for k in keys[:3]) + ("; ..." if len(keys) > 3 else "")
 
@@ -150,14 +156,21 @@ def _record(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def status_line(folder: Path, run_dirs: list[Path], family: Design | None = None) -> str:
+def record_planned(run_dirs: Sequence[Path], fixed: FixedDesign) -> None:
+    """``record_run`` for every run about to be trained (those already recorded keep their record)."""
+    for r in run_dirs:
+        record_run(r, fixed)
+
+
+def status_line(folder: Path, run_dirs: Sequence[Path], family: Mapping[str, Any] | None = None) -> str:
     """"confirmatory: ..." when the folder's design was fixed before every one of ``run_dirs`` started
-    under it (and ``family``, the design the report draws, is that design); else "exploratory: why"."""
+    under it (and ``family``, the content of the design the report draws, is that design); else
+    "exploratory: why"."""
     fixed = read_design(folder)
     if fixed is None:
         return "exploratory: this folder has no design file (its runs were not planned by a fixed design)"
-    if family is not None and family.hash != fixed.hash:
-        return (f"exploratory: this report's tests ({_differences(fixed.design, family.content())}) are not "
+    if family is not None and content_hash(family) != fixed.hash:
+        return (f"exploratory: this report's tests ({_differences(fixed.design, family)}) are not "
                 f"the family design {fixed.hash} fixed")  # fmt: skip
     if fixed.runs_before:
         return f"exploratory: {fixed.runs_before} runs were in the folder before design {fixed.hash} was fixed"

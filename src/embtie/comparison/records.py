@@ -265,6 +265,11 @@ class MetricVerdicts(Record):
     """the looks and the level every test ran at."""
     decisions: dict[str, dict]
     """strategy -> the ``embtie.decisions.Decision`` as a JSON object."""
+    role: str | None = optional()
+    """"primary" (the metric that decides: its verdicts are one family with the choice) or "secondary"
+    (drawn with the same tests, outside that family: exploratory); None in files written before."""
+    choice: dict[str, Any] | None = optional()  # noqa: RUF009 (a field, as every optional() key)
+    """the primary metric's choice among all the strategies (``comparison.choice.choice_to_json``)."""
 
     def decision(self, strategy: str) -> Decision | None:
         d = self.decisions.get(strategy)
@@ -303,6 +308,9 @@ class Comparison:
     """the tested metric that decides when ``--metric`` chose it (None: perplexity, or BLEU where runs decode)."""
     title: str | None = None
     """what the comparison compares (corpus, tokenizer, vocabulary), for the report's title; None: the preset."""
+    family: dict[str, Any] | None = None
+    """the design this report's tests belong to (``comparison.design_file.Design.content``): a report
+    drawn with another baseline, metric or margin than the folder's design is exploratory."""
     decision_rule: str = "one-family"
     """how the verdicts' tests were corrected (``embtie.decisions.RULES``); results.json files without the
     key were decided under the rule before it (``decisions.rule_of``)."""

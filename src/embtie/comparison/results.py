@@ -19,6 +19,7 @@ from embtie.analysis.json_records import json_default
 from embtie.analysis.records import NormFrequency, RunDiagnostics
 from embtie.comparison import held_out, quantized_metric
 from embtie.comparison.data_title import data_title
+from embtie.comparison.design_file import Design
 from embtie.comparison.plan import CompareSpec, PlannedRun
 from embtie.comparison.records import (
     Comparison,
@@ -195,10 +196,12 @@ def collect(spec: CompareSpec, runs: list[PlannedRun]) -> Comparison:
         bootstrap=unit_bootstraps(per_run, spec.baseline, captioning),
         per_run=per_run,
         update_dynamics=_similarities(spec, per_run),
-        verdicts=all_verdicts(rows, spec.baseline, spec.margins, spec.design),
+        verdicts=all_verdicts(rows, spec.baseline, spec.margins, spec.design,
+                              primary_key=metrics.primary(rows, spec.metric).key),
         seeding=_seeding_schemes(per_run),
         metric=None if spec.metric is None else metrics.chosen(spec.metric).key,
         title=data_title(runs[0].cfg, per_run[0].diag.vocab_size),
+        family=Design.of(spec).content(),
     )
 
 

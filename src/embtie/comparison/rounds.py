@@ -1,7 +1,8 @@
 """Rounds of seeds for ``embtie compare --until-decided``: train the first look's seeds of every
-strategy, decide what can be decided on the primary metric, train the next look's seeds for the
-baseline and the strategies still undecided, and so on until everything is decided or the design's last
-look is reached (``embtie.decisions.sequential``). What to train next is a function of the finished
+strategy, decide what can be decided on the primary metric (every pair of strategies, one family:
+``comparison.choice``), train the next look's seeds for the strategies of the pairs still undecided, and
+so on until the choice among them is decided or the design's last look is reached
+(``embtie.decisions.sequential``). What to train next is a function of the finished
 runs on disk, so an interrupted comparison continues where it stopped and ``--report-only`` sees the
 same rounds."""
 
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from embtie.comparison.choice import primary_choice
+from embtie.comparison.design_file import read_design, record_planned
 from embtie.comparison.launchers.base import Launcher
 from embtie.comparison.launchers.local import LocalLauncher
 from embtie.comparison.plan import BASELINE, CompareSpec, plan
 from embtie.comparison.results import finished_runs, read_run, result_row
-from embtie.comparison.verdicts import metric_verdicts
 from embtie.decisions import SequentialDesign
-from embtie.decisions.sequential import seeds_wanted
+from embtie.decisions.choice import seeds_wanted_for_choice
 from embtie.errors import ConfigError
 from embtie.metrics import margins_with, primary
 
@@ -32,16 +34,19 @@ def _design(spec: CompareSpec) -> SequentialDesign:
 
 
 def next_counts(spec: CompareSpec, counts: dict[str, int]) -> dict[str, int]:
-    """The seeds every strategy should have after the next round, from the runs finished so far."""
+    """The seeds every strategy should have after the next round, from the runs finished so far: none
+    more once the choice among the strategies is decided on the primary metric; else the next look for
+    the strategies of the pairs still undecided (``decisions.choice.seeds_wanted_for_choice``)."""
     design = _design(spec)
     rows = [result_row(read_run(r, spec)) for r in finished_runs(plan(replace(spec, seed_counts=counts)))]
-    have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies if s != spec.baseline}
+    have = {s: sum(1 for r in rows if r.strategy == s) for s in spec.strategies}
     metric = primary(rows, spec.metric)
     margin = margins_with(spec.margins)[metric.margin_key]
-    verdicts = metric_verdicts(rows, spec.baseline, metric, margin, design) if rows else None
-    decided = {} if verdicts is None else {s: d for s in have if (d := verdicts.decision(s)) is not None}
-    want = seeds_wanted(design, decided, have)
-    want[spec.baseline] = max(want.values(), default=design.first)
+    choice = primary_choice(rows, spec.strategies, spec.baseline, metric, margin, design) if rows else None
+    if choice is None:
+        return {s: max(n, design.first) for s, n in have.items()}
+    want = seeds_wanted_for_choice(design, choice, have)
+    want[spec.baseline] = max(want.values(), default=design.first)  # the baseline's seeds pair with every look
     return want
 
 
@@ -50,8 +55,12 @@ def run_until_decided(spec: CompareSpec, progress: bool = True, launcher: Launch
     ended with. A round whose runs did not all finish (a run failed on a cluster) stops with ``LaunchError``."""
     launcher = launcher or LocalLauncher()
     counts = {s: _design(spec).first for s in spec.strategies}
+    fixed = read_design(spec.out_dir)
     while True:
-        launcher.launch(replace(spec, seed_counts=counts), progress=progress).require_complete()
+        round_spec = replace(spec, seed_counts=counts)
+        if fixed is not None:  # each run of the round records the design it starts under
+            record_planned([r.run_dir for r in plan(round_spec) if not r.trained], fixed)
+        launcher.launch(round_spec, progress=progress).require_complete()
         following = next_counts(spec, counts)
         if following == counts:
             return counts

@@ -7,8 +7,9 @@ Without a sequential design every comparison is one look at level alpha; with on
 --until-decided``) the verdicts are replayed look by look, so a comparison decided at an earlier look keeps
 that verdict. Each look's tests are one family (``embtie.decisions.verdict``: one step-down procedure over
 every strategy's difference and equivalence tests, so any wrong verdict has probability <= alpha); folders
-decided before that rule keep theirs (``rule``: results.json's ``decision_rule``, ``decisions.rule_of``). The primary metric (perplexity for language models,
-BLEU for translation and captioning; ``embtie.metrics.primary``) is the one the sequential design stops on.
+decided before that rule keep theirs (``rule``: results.json's ``decision_rule``, ``decisions.rule_of``).
+The primary metric (perplexity for language models, BLEU for translation and captioning;
+``embtie.metrics.primary``) is the one the sequential design stops on.
 The metrics themselves are declared in ``embtie.metrics``."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 
+from embtie.comparison.choice import choice_to_json, costs_of, primary_choice
 from embtie.comparison.records import MetricVerdicts, ResultRow
 from embtie.decisions import ONE_FAMILY, TWO_FAMILIES, Margin, SequentialDesign, decide_all, paired_difference
 from embtie.decisions.sequential import replay
@@ -75,6 +77,32 @@ def _family(rule: str, k: int | None = None) -> str:
     return f"one step-down family over {tests} (any wrong verdict <= the level)"
 
 
+def primary_verdicts(
+    rows: Sequence[ResultRow],
+    baseline: str,
+    metric: Metric,
+    margin: Margin,
+    design: SequentialDesign | None,
+    alpha: float = 0.05,
+) -> MetricVerdicts | None:
+    """The primary metric's verdicts under the one-family rule: every pair of strategies decided in one
+    family (``comparison.choice``), the choice read off it, and the baseline's pairs as the verdicts
+    against the baseline (None when fewer than two strategies have two paired seeds)."""
+    strategies = list(dict.fromkeys(r.strategy for r in rows))
+    choice = primary_choice(rows, strategies, baseline, metric, margin, design, alpha)
+    if choice is None:
+        return None
+    k = len(choice.pairs)
+    looks = f"one look at {choice.n} paired seeds, level {alpha:g}" if design is None else design.description()
+    text = (f"{looks}, every pair of the {len(choice.strategies)} strategies compared, "
+            f"one step-down family over all {2 * k} tests (any wrong verdict <= the level)")  # fmt: skip
+    costs = costs_of(rows, choice.strategies)
+    return MetricVerdicts(metric=metric.key, label=metric.label, higher_is_better=metric.higher_is_better,
+                          margin=margin.value, relative=margin.relative, design=text,
+                          decisions={s: asdict(d) for s, d in choice.against(baseline).items()},
+                          role="primary", choice=choice_to_json(choice, metric, margin, costs))  # fmt: skip
+
+
 def all_verdicts(
     rows: Sequence[ResultRow],
     baseline: str,
@@ -82,13 +110,22 @@ def all_verdicts(
     design: SequentialDesign | None = None,
     alpha: float = 0.05,
     rule: str = ONE_FAMILY,
+    primary_key: str | None = None,
 ) -> dict[str, MetricVerdicts]:
     """The verdicts of every declared metric the runs have (``margins``: those that differ from the
-    defaults), under the decision ``rule`` (a saved folder's: ``decisions.rule_of``)."""
+    defaults), under the decision ``rule`` (a saved folder's: ``decisions.rule_of``). Under the
+    one-family rule the ``primary_key`` metric (the one that decides) gets the choice among all the
+    strategies and its verdicts from the same family; the others are labelled secondary."""
     margins = margins_with(margins or {})
     out = {}
     for metric in METRICS:
-        v = metric_verdicts(rows, baseline, metric, margins[metric.margin_key], design, alpha, rule)
+        margin = margins[metric.margin_key]
+        if rule == ONE_FAMILY and metric.key == primary_key:
+            v = primary_verdicts(rows, baseline, metric, margin, design, alpha)
+        else:
+            v = metric_verdicts(rows, baseline, metric, margin, design, alpha, rule)
+            if v is not None and primary_key is not None:
+                v = replace(v, role="secondary")
         if v is not None:
             out[metric.key] = v
     return out

@@ -21,6 +21,7 @@ from embtie.reporting.sections.norms import vector_norms
 from embtie.reporting.sections.parameters import parameter_counts
 from embtie.reporting.sections.row_updates import row_update_frequency
 from embtie.reporting.sections.statistics import overview, throughput, validation_perplexity
+from embtie.reporting.sections.summary import choice_lines as summary_choice_lines
 from embtie.reporting.sections.summary import plain_summary, summary
 from embtie.reporting.sections.translation import bleu_and_vocab_usage
 from embtie.reporting.sections.update_dynamics import update_dynamics
@@ -51,7 +52,15 @@ SECTIONS: list[Section] = [
 def verdict_lines(comparison: Comparison, out_dir: Path) -> list[str]:
     """The report's plain summary as terminal lines (what ``embtie compare`` prints when it ends):
     the baseline, one sentence per strategy in the words of its verdict, and the tally."""
-    return [line.replace("`", "") for line in plain_summary(make_context(comparison, out_dir))]
+    ctx = make_context(comparison, out_dir)
+    answer = len(summary_choice_lines(ctx))  # printed last instead (``choice_lines``)
+    return [line.replace("`", "") for line in plain_summary(ctx)[answer:]]
+
+
+def choice_lines(comparison: Comparison, out_dir: Path) -> list[str]:
+    """Which strategy to use and whether the comparison is confirmatory (the Summary's first lines; what
+    ``embtie compare`` prints last); [] for comparisons decided before choices were made."""
+    return summary_choice_lines(make_context(comparison, out_dir))
 
 
 def build(comparison: Comparison, out_dir: Path) -> document.Report:

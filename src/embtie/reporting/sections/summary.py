@@ -8,6 +8,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from embtie.comparison.design_file import status_line
 from embtie.comparison.records import MetricVerdicts, SeedSummary
 from embtie.decisions import Decision
 from embtie.decisions.verdict import VERDICTS
@@ -126,13 +127,27 @@ def _primary(ctx: ReportContext) -> tuple[Metric, str]:
     return metric, metric.label_in(ctx.comparison.captioning)
 
 
+def choice_lines(ctx: ReportContext) -> list[str]:
+    """The answer first: which strategy to use (the primary metric's choice among all the strategies,
+    ``comparison.choice``), then on its own line whether the comparison is confirmatory or exploratory
+    (``comparison.design_file``); [] for a comparison decided before choices were made."""
+    metric, _ = _primary(ctx)
+    v = ctx.comparison.verdicts.get(metric.key)
+    if v is None or v.choice is None:
+        return []
+    runs = [ctx.out_dir / "runs" / r.strategy / f"seed{r.seed}" for r in ctx.rows]
+    return [f"Which to use: {v.choice['sentence']}", status_line(ctx.out_dir, runs, ctx.comparison.family)]
+
+
 def plain_summary(ctx: ReportContext) -> list[str]:
-    """Sentences, one per strategy compared with the baseline (decided ones first), and the tally."""
+    """The choice and the design's status (``choice_lines``), then sentences, one per strategy compared
+    with the baseline (decided ones first), and the tally."""
     metric, label = _primary(ctx)
     base = _baseline_summary(ctx, metric)
     if base.n == 0:
         return [f"There is no baseline (`{ctx.baseline}`) in this comparison, so no strategy is compared with one."]
-    lines = [f"Baseline `{ctx.baseline}`: {label} {fmt(base.mean, metric.digits)} (mean over seeds)."]
+    mean = fmt(base.mean, metric.digits)
+    lines = [*choice_lines(ctx), f"Baseline `{ctx.baseline}`: {label} {mean} (mean over seeds)."]
     v = ctx.comparison.verdicts.get(metric.key)
     if v is None:
         n = len({r.seed for r in ctx.rows if r.strategy == ctx.baseline})

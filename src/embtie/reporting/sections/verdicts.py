@@ -26,22 +26,23 @@ def seeding_text(ctx: ReportContext) -> str:
             "sample, so the paired tests are valid but less sharp than with common random numbers.")  # fmt: skip
 
 
-def _cells(d: Decision, v: MetricVerdicts) -> list[str]:
+def _cells(d: Decision, v: MetricVerdicts, robustness: bool) -> list[str]:
     unit = "%" if d.relative else ""
     lo, hi = d.ci
     tlo, thi = d.tost_ci
     c_diff, c_eq = d.confidences()
     needed = "-" if d.verdict != "undecided" else (str(d.seeds_needed) if d.seeds_needed else "> 200")
-    return [
+    cells = [
         str(d.n),
         f"{d.mean:+.2f}{unit} [{lo:+.2f}, {hi:+.2f}] ({_pct(c_diff)})",
         f"[{tlo:+.2f}, {thi:+.2f}] ({_pct(c_eq)})",
         v.margin_text(),
-        d.verdict,
+        d.verdict + (" (model-based)" if d.model_based else ""),
         f"{p_cell(d.p_difference_holm)} / {p_cell(d.p_equivalence_holm)}",
-        d.test,
-        needed,
     ]
+    if robustness:
+        cells.append(p_cell(d.p_signflip))
+    return [*cells, d.test, needed]
 
 
 def _pct(confidence: float) -> str:
@@ -54,22 +55,33 @@ def _label(ctx: ReportContext, v: MetricVerdicts) -> str:
     return v.label if declared is None else declared.label_in(ctx.comparison.captioning)
 
 
+_OLD_LEVELS = ("Student-t intervals over the pairs, each at the level its Holm step tested (1 - a/(m - k) for the "
+               "difference, 1 - 2a/(m - k) for equivalence), so an interval excludes 0 or lies inside the margin "
+               "exactly when its test rejects.")  # fmt: skip
+_LEVELS = ("Student-t intervals over the pairs, each at the level of its step in the comparison's one step-down "
+           "family (1 - that level for the difference, 1 - 2 x it for equivalence), so an interval excludes 0 or "
+           "lies inside the margin exactly when its test rejects. Sign-flip p: the exact permutation p of the "
+           "paired differences (no normality assumed); a better/worse verdict that no sign test could reach at its "
+           "level with so few pairs is marked model-based (it rests on the t-test's normal model).")  # fmt: skip
+
+
 def _table(ctx: ReportContext, v: MetricVerdicts) -> Table:
     unit = f"% of {ctx.baseline}" if v.relative else ""
     better = "higher" if v.higher_is_better else "lower"
-    rows = [[n, *_cells(d, v)] for n in ctx.names if (d := v.decision(n)) is not None]
+    robustness = v.role is not None  # files written before the robustness column have no sign-flip p
+    rows = [[n, *_cells(d, v, robustness)] for n in ctx.names if (d := v.decision(n)) is not None]
     delta = f"Δ vs {ctx.baseline}{' (' + unit + ')' if unit else ''} [CI (confidence)]"
-    header = ["strategy", "paired seeds", delta, "CI (equivalence)", "margin",
-              "verdict", "p: difference / equivalence (Holm)", "test", "seeds to decide (80% power)"]  # fmt: skip
+    header = ["strategy", "paired seeds", delta, "CI (equivalence)", "margin", "verdict",
+              "p: difference / equivalence (Holm)" if not robustness else "p: difference / equivalence (step-down)",
+              *(["sign-flip p (exact)"] if robustness else []), "test", "seeds to decide (80% power)"]  # fmt: skip
+    role = ("Secondary metric: outside the family that decides this comparison, so its verdicts are exploratory. "
+            if v.role == "secondary" else "")  # fmt: skip
     return Table(
         header,
         rows,
-        f"{_label(ctx, v)} ({better} is better). Δ: strategy minus {ctx.baseline}, per pair of equal seed, then "
-        f"averaged; "
-        f"Student-t intervals over the pairs, each at the level its Holm step tested (1 - a/(m - k) for the "
-        f"difference, 1 - 2a/(m - k) for equivalence), so an interval excludes 0 or lies inside the margin exactly "
-        f"when its test rejects. Equivalent: the equivalence interval lies inside the margin (TOST); "
-        f"better/worse: the first interval excludes 0 (paired t-test); else undecided, with the "
+        f"{role}{_label(ctx, v)} ({better} is better). Δ: strategy minus {ctx.baseline}, per pair of equal seed, then "
+        f"averaged; {_LEVELS if robustness else _OLD_LEVELS} Equivalent: the equivalence interval lies inside the "
+        f"margin (TOST); better/worse: the first interval excludes 0 (paired t-test); else undecided, with the "
         f"paired seeds that would decide it at the observed difference and spread. Design: {v.design}.",
     )
 
