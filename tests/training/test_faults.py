@@ -122,7 +122,7 @@ def test_no_readable_checkpoint_is_an_error_and_changes_nothing(tmp_path, capsys
 
 
 def test_failed_checkpoint_write_leaves_the_previous_checkpoint(monkeypatch, tmp_path):
-    save_file = checkpoints.save_file
+    save_tensors = checkpoints.save_tensors
     calls = {"n": 0}
 
     def full_disk(tensors, path, *a, **k):
@@ -130,9 +130,9 @@ def test_failed_checkpoint_write_leaves_the_previous_checkpoint(monkeypatch, tmp
             calls["n"] += 1
             if calls["n"] == 2:
                 raise OSError(28, "No space left on device")
-        return save_file(tensors, path, *a, **k)
+        return save_tensors(tensors, path, *a, **k)
 
-    monkeypatch.setattr(checkpoints, "save_file", full_disk)
+    monkeypatch.setattr(checkpoints, "save_tensors", full_disk)
     with pytest.raises(CheckpointError, match=r"No space left on device.*step-00000005, is intact"):
         train(_cfg(), tmp_path)
     newest = checkpoints.latest(tmp_path)
@@ -177,7 +177,7 @@ KILLER = textwrap.dedent(
             return os.replace(src, dst)
 
     checkpoints.os = Os()
-    {"after_begin": lambda: around("begin", False), "after_rank": lambda: around("save_file", False),
+    {"after_begin": lambda: around("begin", False), "after_rank": lambda: around("save_tensors", False),
      "after_model": lambda: around("save_model", False), "before_rename": lambda: None,
      "after_rename": lambda: around("write_atomic", True), "after_latest": lambda: around("cleanup", True)}[point]()
     from embtie.cli import main

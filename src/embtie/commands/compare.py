@@ -531,8 +531,13 @@ def _fix_design(spec: CompareSpec) -> None:
     folder holds: another design is refused in one line), and every planned run's design record."""
     from embtie import comparison
     from embtie.comparison import design_file
+    from embtie.rundir import lock
 
     planned = comparison.plan(spec)
+    for r in planned:  # a run another process trains: refused here, before the design is written
+        if r.run_dir.is_dir() and not r.trained:
+            with lock.hold(r.run_dir, "training", lock.command_line()):
+                pass
     fixed = design_file.fix_design(spec.out_dir, design_file.Design.of(spec), sum(r.trained for r in planned))
     design_file.record_planned([r.run_dir for r in planned if not r.trained], fixed)
 
