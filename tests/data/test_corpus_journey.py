@@ -118,8 +118,11 @@ def test_your_corpus_md_runs_as_printed_to_decided_verdicts_within_15_minutes(tm
     assert res["metric"] == "valid_bpb" and {"valid_bpb", "test_bpb", "test_ppl"} <= set(res["verdicts"])
     assert set(res["verdicts"]["valid_bpb"]["decisions"]) == {"untied", "l2norm"}
     assert res["title"].startswith("my-corpus/train.txt, BPE subwords of 4,000 pieces")
-    read = list(printed.values())[-1]  # section 3's output: the report's head and the count of test results
+    read = list(printed.values())[-1]  # section 3's output: the report's head, the answer, the count of test results
     assert read.startswith("# ") and re.search(r"^\d+$", read.strip().splitlines()[-1], re.M)
+    assert "Which to use: " in read and res["verdicts"]["valid_bpb"]["choice"]["sentence"] in read
+    compared = next(out for step, out in printed.items() if "embtie compare" in step).strip().splitlines()
+    assert compared[-2].startswith("Which to use: ") and compared[-1].startswith(("confirmatory: ", "exploratory: "))
     if not cheap:  # 200 steps: the full analysis, whose word similarity BPE pieces skip
         assert "Word similarity skipped: the output vocabulary is not English words" in (out / "report.md").read_text()
         decided = {s: d["verdict"] for s, d in res["verdicts"]["valid_bpb"]["decisions"].items()}
