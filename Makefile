@@ -40,7 +40,7 @@ TEST_WORKERS ?= 2
 test: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy $(TYPED)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 typecheck: venv
 	$(BIN)/mypy $(TYPED)
