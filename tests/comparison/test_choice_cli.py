@@ -41,7 +41,7 @@ def test_a_clear_best_is_the_decided_choice_and_the_last_line(tmp_path, capsys):
     design = json.loads((out / "design.json").read_text())
     written = design["design"]["strategies"]  # as --strategies writes them, values read as numbers
     assert design["runs_before"] == 0 and written[0] == "tied" and written[2] == "stalled=tied:train.lr=1e-07"
-    record = json.loads((out / "runs" / "slow" / "seed2" / "design-record.json").read_text())
+    record = json.loads((out / "design-runs.json").read_text())["runs/slow/seed2"]
     assert record["design"] == design["hash"] and record["started_at"] >= design["fixed_at"]
     # another design in the same folder: one line, nothing trained
     assert cli.main(_argv(out, seeds=4)) == 2

@@ -14,7 +14,7 @@ from embtie.comparison.design_file import (
     Design,
     fix_design,
     read_design,
-    record_run,
+    record_planned,
     status_line,
 )
 from embtie.comparison.plan import CompareSpec
@@ -48,6 +48,8 @@ def test_written_before_the_runs_then_refused_for_another_design(tmp_path: Path)
     saved = json.loads((tmp_path / DESIGN_FILE).read_text())
     assert saved["hash"] == fixed.hash and saved["runs_before"] == 0 and saved["design"]["looks"] == [4, 6, 8, 10]
     assert fix_design(tmp_path, Design.of(_spec()), runs_present=3) == fixed  # the same design: kept as fixed
+    beside = fix_design(tmp_path, Design.of(_spec(strategies=["tied", "untied"])), runs_present=0)  # strategies only
+    assert (tmp_path / f"design-{beside.hash}.json").is_file() and read_design(tmp_path) == fixed
     with pytest.raises(ConfigError) as err:
         fix_design(tmp_path, Design.of(_spec(design=SequentialDesign(first=4, step=2, max_seeds=12))), runs_present=0)
     line = str(err.value)
@@ -58,8 +60,8 @@ def test_a_report_says_confirmatory_only_when_the_design_came_first(tmp_path: Pa
     runs = [tmp_path / "runs" / s / "seed0" for s in ("tied", "untied")]
     assert status_line(tmp_path, runs).startswith("exploratory: this folder has no design file")
     fixed = fix_design(tmp_path, Design.of(_spec()), runs_present=0)
-    for r in runs:
-        record_run(r, fixed)
+    record_planned(tmp_path, runs, fixed)
+    assert not any(r.exists() for r in runs)  # the ledger is the comparison's: no run folder is made
     line = status_line(tmp_path, runs)
     assert line.startswith(f"confirmatory: design {fixed.hash} fixed at {fixed.fixed_at}") and "its 2 runs" in line
     other = Design.of(_spec(baseline="untied"))
@@ -68,7 +70,6 @@ def test_a_report_says_confirmatory_only_when_the_design_came_first(tmp_path: Pa
     fix_design(late, Design.of(_spec()), runs_present=5)
     assert status_line(late, []).startswith("exploratory: 5 runs were in the folder before design")
     stray = tmp_path / "runs" / "l2norm" / "seed0"
-    stray.mkdir(parents=True)
     assert status_line(tmp_path, [*runs, stray]).startswith("exploratory: some runs were not started under design")
 
 

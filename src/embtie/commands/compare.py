@@ -539,7 +539,7 @@ def _fix_design(spec: CompareSpec) -> None:
             with lock.hold(r.run_dir, "training", lock.command_line()):
                 pass
     fixed = design_file.fix_design(spec.out_dir, design_file.Design.of(spec), sum(r.trained for r in planned))
-    design_file.record_planned([r.run_dir for r in planned if not r.trained], fixed)
+    design_file.record_planned(spec.out_dir, [r.run_dir for r in planned if not r.trained], fixed)
 
 
 def _ladder(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:

@@ -4,8 +4,11 @@ A verdict can be trusted as a test only if what it tests was decided before the 
 the baseline, the primary metric, the margins, the looks and their level, the rule that corrects the
 tests, the seeds, the budget and every override. ``embtie compare`` writes them to DIR/design.json, with
 a content hash and the time, before it trains anything; each run it then starts records that hash and
-its own start time (RUN_DIR/design-record.json). Running the folder again with options that make another
-design is refused in one line (a new design needs a new folder); a ``--report-only`` with another
+its own start time (DIR/design-runs.json, one entry per run, written by the comparison that holds the
+folder's lock). Running the folder again with options that make another design is refused in one line (a
+new design needs a new folder), except when only the strategies differ (a grid trained one strategy at a
+time, as the GPU campaign does): that starts a new design beside the first (DIR/design-<hash>.json), said
+in one note, and the runs of two designs make the folder exploratory. A ``--report-only`` with another
 baseline or metric draws an exploratory family and says so.
 
 The report's Summary then says, on its own line after the answer, either "confirmatory: design <hash>
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -31,7 +35,7 @@ from embtie.files import write_atomic
 from embtie.metrics import margins_with
 
 DESIGN_FILE = "design.json"
-RUN_RECORD = "design-record.json"
+RUN_LEDGER = "design-runs.json"
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,11 @@ def _now() -> str:
 
 def read_design(folder: Path) -> FixedDesign | None:
     """The folder's fixed design, or None when it has none (or an unreadable one: treated as none)."""
-    path = Path(folder) / DESIGN_FILE
+    return read_design_file(Path(folder) / DESIGN_FILE)
+
+
+def read_design_file(path: Path) -> FixedDesign | None:
+    """A design file read back (None when absent or unreadable)."""
     if not path.is_file():
         return None
     try:
@@ -123,43 +131,55 @@ def _differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> str:
 
 def fix_design(folder: Path, design: Design, runs_present: int) -> FixedDesign:
     """The folder's design: written now (before any run this command trains) when the folder has none;
-    the saved one when it is the same design; a ConfigError in one line when it differs."""
+    the saved one when it is the same design; a new design beside it, with a note, when only the
+    strategies differ; a ConfigError in one line otherwise."""
     saved = read_design(folder)
     if saved is None:
         fixed = FixedDesign(design.content(), design.hash, _now(), runs_present)
         Path(folder).mkdir(parents=True, exist_ok=True)
         write_atomic(Path(folder) / DESIGN_FILE, fixed.to_json())
         return fixed
-    if saved.hash != design.hash:
-        raise ConfigError(
-            f"{folder} holds the comparison designed as {saved.hash} (fixed {saved.fixed_at}); these options "
-            f"make another design ({_differences(saved.design, design.content())}): give a new --out for a new "
-            f"design, or the options of {Path(folder) / DESIGN_FILE}"
-        )
-    return saved
+    if saved.hash == design.hash:
+        return saved
+    content = design.content()
+    changed = {k for k in set(saved.design) | set(content) if saved.design.get(k) != content.get(k)}
+    if changed == {"strategies"}:
+        beside = Path(folder) / f"design-{design.hash}.json"
+        fixed = read_design_file(beside) or FixedDesign(content, design.hash, _now(), runs_present)
+        write_atomic(beside, fixed.to_json())
+        print(f"embtie: note: {folder} was designed as {saved.hash} with other strategies; these runs start design "
+              f"{design.hash} beside it ({beside.name}), so the folder's comparison is exploratory", file=sys.stderr)
+        return fixed
+    raise ConfigError(
+        f"{folder} holds the comparison designed as {saved.hash} (fixed {saved.fixed_at}); these options "
+        f"make another design ({_differences(saved.design, content)}): give a new --out for a new "
+        f"design, or the options of {Path(folder) / DESIGN_FILE}"
+    )
 
 
-def record_run(run_dir: Path, fixed: FixedDesign) -> None:
-    """RUN_DIR/design-record.json: the design the run was started under and when (the first start only:
-    a resumed run keeps its record)."""
-    path = Path(run_dir) / RUN_RECORD
-    if path.is_file():
-        return
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"design": fixed.hash, "started_at": _now()}, sort_keys=True) + "\n")
-
-
-def _record(run_dir: Path) -> dict[str, Any] | None:
+def _ledger(folder: Path) -> dict[str, Any]:
     try:
-        return dict(json.loads((Path(run_dir) / RUN_RECORD).read_text(encoding="utf-8")))
+        return dict(json.loads((Path(folder) / RUN_LEDGER).read_text(encoding="utf-8")))
     except (OSError, json.JSONDecodeError, TypeError, ValueError):
-        return None
+        return {}
 
 
-def record_planned(run_dirs: Sequence[Path], fixed: FixedDesign) -> None:
-    """``record_run`` for every run about to be trained (those already recorded keep their record)."""
-    for r in run_dirs:
-        record_run(r, fixed)
+def _key(folder: Path, run_dir: Path) -> str:
+    try:
+        return Path(run_dir).resolve().relative_to(Path(folder).resolve()).as_posix()
+    except ValueError:
+        return Path(run_dir).as_posix()
+
+
+def record_planned(folder: Path, run_dirs: Sequence[Path], fixed: FixedDesign) -> None:
+    """DIR/design-runs.json: the design each run about to be trained starts under and when (the first
+    start only: a resumed run keeps its entry). Written by the comparison, which holds the folder's lock;
+    no run folder is created."""
+    ledger = _ledger(folder)
+    keys = [_key(folder, r) for r in run_dirs]
+    new = {k: {"design": fixed.hash, "started_at": _now()} for k in keys if k not in ledger}
+    if new:
+        write_atomic(Path(folder) / RUN_LEDGER, json.dumps({**ledger, **new}, indent=1, sort_keys=True) + "\n")
 
 
 def status_line(folder: Path, run_dirs: Sequence[Path], family: Mapping[str, Any] | None = None) -> str:
@@ -174,7 +194,8 @@ def status_line(folder: Path, run_dirs: Sequence[Path], family: Mapping[str, Any
                 f"the family design {fixed.hash} fixed")  # fmt: skip
     if fixed.runs_before:
         return f"exploratory: {fixed.runs_before} runs were in the folder before design {fixed.hash} was fixed"
-    records = [_record(r) for r in run_dirs]
+    ledger = _ledger(folder)
+    records = [ledger.get(_key(folder, r)) for r in run_dirs]
     if any(r is None or r.get("design") != fixed.hash for r in records):
         return f"exploratory: some runs were not started under design {fixed.hash}"
     if any(str(r["started_at"]) < fixed.fixed_at for r in records if r is not None):

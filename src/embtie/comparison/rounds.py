@@ -59,7 +59,7 @@ def run_until_decided(spec: CompareSpec, progress: bool = True, launcher: Launch
     while True:
         round_spec = replace(spec, seed_counts=counts)
         if fixed is not None:  # each run of the round records the design it starts under
-            record_planned([r.run_dir for r in plan(round_spec) if not r.trained], fixed)
+            record_planned(spec.out_dir, [r.run_dir for r in plan(round_spec) if not r.trained], fixed)
         launcher.launch(round_spec, progress=progress).require_complete()
         following = next_counts(spec, counts)
         if following == counts:
