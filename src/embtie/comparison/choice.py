@@ -13,8 +13,7 @@ from typing import Any
 
 from embtie.comparison.records import ResultRow
 from embtie.decisions import Margin, SequentialDesign
-from embtie.decisions.choice import Choice, choose, decide_choice, pairs_of, replay_choice, sentence
-from embtie.decisions.verdict import Decision
+from embtie.decisions.choice import Choice, decide_choice, replay_choice, sentence
 from embtie.metrics import Metric
 
 
@@ -85,15 +84,3 @@ def choice_to_json(choice: Choice, metric: Metric, margin: Margin, costs: dict[s
         "decided": choice.decided,
         "pairs": {f"{a} vs {b}": asdict(d) for (a, b), d in choice.pairs.items()},
     }
-
-
-def choice_from_json(saved: dict[str, Any], strategies: Sequence[str], higher_is_better: bool) -> Choice:
-    """A saved choice read back (the pairs' decisions; the set recomputed from them)."""
-    pairs: dict[tuple[str, str], Decision] = {}
-    for key, d in saved.get("pairs", {}).items():
-        a, _, b = key.partition(" vs ")
-        pairs[(a, b)] = Decision(**{**d, "ci": tuple(d["ci"]), "tost_ci": tuple(d["tost_ci"])})
-    return choose(list(strategies), pairs, higher_is_better)
-
-
-__all__ = ["choice_from_json", "choice_to_json", "costs_of", "pairs_of", "primary_choice", "values_by_strategy"]
