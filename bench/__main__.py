@@ -150,7 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--tiled-budget-s", type=float, default=None, help="tiled_loss: start no new case after this")
     p.add_argument("--train-batch", type=int, default=32, help="train_bf16: sequences of 1024 tokens per step")
-    p.add_argument("--train-strategies", default=",".join(train_bf16.STRATEGIES), help="train_bf16: strategies")
+    p.add_argument(
+        "--train-strategies",
+        default=",".join(train_bf16.STRATEGIES),
+        help="train_bf16: strategies, each NAME or NAME@IMPL (a loss implementation: tied@chunked)",
+    )
     p.add_argument("--train-budget-s", type=float, default=None, help="train_bf16: build no model after this")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="markdown file to update ('' = none)")
     args = p.parse_args(argv)

@@ -58,9 +58,12 @@ class Step:
     """One model + optimizer on a fixed random batch; ``compiled``: the forward + loss under torch.compile.
 
     ``strategy``: embtie's GPT with that strategy (its loss + regularization, the preset's optimizer);
-    None: the nanoGPT-style reference (``bench.nanogpt_ref``, tied, plain loss) with the same optimizer."""
+    None: the nanoGPT-style reference (``bench.nanogpt_ref``, tied, plain loss) with the same optimizer.
+    ``impl``: embtie's loss implementation (``embtie.sharing.loss.IMPLS``; None: its default, ``auto``)."""
 
-    def __init__(self, strategy: str | None, shape: Shape, device: torch.device, compiled: bool) -> None:
+    def __init__(
+        self, strategy: str | None, shape: Shape, device: torch.device, compiled: bool, impl: str | None = None
+    ) -> None:
         train = load_config("ptb-gpt-tiny").train
         torch.manual_seed(0)
         if strategy is None:
@@ -69,6 +72,7 @@ class Step:
             self.sharing = sharing.build(strategy, vocab_size=shape.vocab, dim=shape.model.dim)
             self.model = models.build(replace(shape.model), self.sharing).to(device)
         self.embtie = strategy is not None
+        self.impl = impl
         self.opt = build_optimizer(self.model, train)
         g = torch.Generator().manual_seed(1)
         self.ids = torch.randint(0, shape.vocab, (shape.batch, shape.tokens), generator=g).to(device)
@@ -81,7 +85,7 @@ class Step:
     def _loss(self, ids: Tensor, targets: Tensor) -> Tensor:
         if not self.embtie:
             return self.model(ids, targets)
-        return self.sharing.loss(self.model(ids), targets) + self.sharing.regularization()
+        return self.sharing.loss(self.model(ids), targets, impl=self.impl) + self.sharing.regularization()
 
     def __call__(self) -> None:
         loss = self.loss(self.ids, self.targets)

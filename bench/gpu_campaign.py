@@ -152,6 +152,10 @@ FIRST_GPU = [*GPU_BENCH, "--repeats", "3", *FIRST_SECTIONS, "--tiled-budget-s", 
              "--train-strategies", ",".join(TRAIN_STRATEGIES), "--train-budget-s", "150"]  # fmt: skip
 """the first step on the GPU: the loss grid starts no case after 170 s, the training no model after 150 s of
 its own, so that both end within the step's 8 minutes with the machine's python and CUDA start."""
+TRAIN_GPU = [*GPU_BENCH, "--repeats", "5", "--only", "train_bf16", "--train-batch", "32", "--train-strategies",
+             "tied,tied@chunked,tied@tiled,untied,l2norm", "--train-budget-s", "200"]  # fmt: skip
+"""the train step: the first step's training table again after ``auto`` stopped picking the tiled loss on CUDA,
+with tied's three loss implementations side by side (no new model after 200 s)."""
 FIRST_DRY = ["--device", "cpu", "--repeats", "1", *FIRST_SECTIONS, "--tiny", "--train-strategies", "tied"]
 TINY_COMPILE = ["--device", "cpu", "--repeats", "1", "--compile-shapes", "tiny", "--compile-strategies", "tied"]
 STEPS: dict[str, Step] = {
@@ -173,6 +177,31 @@ STEPS: dict[str, Step] = {
         budget_s=480.0,
         version=2,
         carry=(*BASE_WHEELS, *FUSED_WHEELS),
+    ),
+    "train": Step(
+        "train",
+        "bf16 compiled training of GPT-2 small at 32 x 1024 tokens again, after `auto` stopped picking the tiled "
+        "loss on CUDA (the first step measured it at 2.2-5.4x plain's time): embtie's tied with its default "
+        "(plain), chunked and tiled losses, untied and l2norm against the nanoGPT-style model",
+        lambda py, dry, work: _bench(
+            py,
+            dry,
+            work,
+            "train",
+            TRAIN_GPU,
+            [
+                "--device",
+                "cpu",
+                "--repeats",
+                "1",
+                "--only",
+                "train_bf16",
+                "--tiny",
+                "--train-strategies",
+                "tied,tied@chunked",
+            ],
+        ),
+        budget_s=330.0,
     ),
     "tests": Step(
         "tests",

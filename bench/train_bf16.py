@@ -3,13 +3,14 @@ nanoGPT-style reference (bench/nanogpt_ref.py), compiled, in one process.
 
 GPT-2 small (V = 50257, d = 768, 12 layers, 12 heads, learned positions, LayerNorm) at ``batch`` x 1024
 tokens (default 32 x 1024), every step under bf16 autocast (float32 weights, fused AdamW), forward + loss
-compiled with inductor (``bench.compile_speed.Step``); embtie's loss is its default (``auto``: the tiled
-loss on CUDA where triton is present), the reference's F.cross_entropy on the full logits. The models
+compiled with inductor (``bench.compile_speed.Step``); embtie's loss is its default (``auto``: on CUDA the
+plain loss up to 2**31 logits) or the one a strategy names after ``@`` (``tied@chunked``, ``tied@tiled``),
+the reference's F.cross_entropy on the full logits. The models
 alternate step by step after their first (compiling) step and one warm-up step. Tokens/s is the median
 step's; MFU = nanoGPT's FLOPs per token x tokens/s over the bf16 dense peak of the GPU (the datasheet's,
 from embtie.planning.hardware, where the GPU is known) and over the bf16 matmul peak measured here.
 
-    python -m bench.train_bf16 [--device cuda] [--batch 32] [--strategies tied,untied,l2norm] [--tiny]
+    python -m bench.train_bf16 [--device cuda] [--batch 32] [--strategies tied,tied@chunked,untied,l2norm] [--tiny]
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def datasheet_peak(device: torch.device) -> tuple[float, str] | None:
 class Bf16Step(Step):
     """``bench.compile_speed.Step`` with every forward + loss under bf16 autocast (compiled inside it)."""
 
-    def __init__(self, strategy: str | None, shape: Shape, device: torch.device) -> None:
-        super().__init__(strategy, shape, device, compiled=True)
+    def __init__(self, strategy: str | None, shape: Shape, device: torch.device, impl: str | None = None) -> None:
+        super().__init__(strategy, shape, device, compiled=True, impl=impl)
         self.device_type = device.type
         self.compiled_loss = self.loss
         self.loss = self._autocast_loss
@@ -85,14 +86,15 @@ def run(
     notes, left = [], []
     t0 = time.perf_counter()
     torch._dynamo.reset()
-    for name in (None, *strategies):
-        label = name or "nanoGPT (reference)"
+    for spec in (None, *strategies):
+        name, _, impl = (spec or "").partition("@")
+        label = (f"{name} ({impl} loss)" if impl else name) if spec else "nanoGPT (reference)"
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             left.append(label)
             continue
         print(f"[train_bf16] {shape.label} {shape.batch} x {shape.tokens} {label}", flush=True)
         try:
-            step = Bf16Step(name, shape, device)
+            step = Bf16Step(name or None, shape, device, impl or None)
             t1 = time.perf_counter()
             step()
             first[label] = time.perf_counter() - t1

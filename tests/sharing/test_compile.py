@@ -109,6 +109,36 @@ def test_the_chunked_loss_operator_goes_through_aot_autograd_as_inductor_takes_i
             torch.testing.assert_close(got_grads[key], w, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_compiled_chunked_loss_multiplies_in_the_callers_autocast_dtype(backend):
+    """Under bf16 autocast the compiled chunked loss and its gradients are eager's under the same autocast
+    (a compiled graph does not carry autocast into the opaque operator: without the dtype it is given, the
+    loss was float32's, and a GPT-2 step on an H200 took 3.3x the plain loss's time)."""
+    torch.manual_seed(0)
+    n, v, d = 256, 512, 32
+    s = sharing.build("tied", v, d)
+    x0 = torch.randn(n, d)
+    t = torch.randint(0, v, (n,))
+
+    def step(fn):
+        s.zero_grad(set_to_none=True)
+        x = x0.clone().requires_grad_(True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = fn(x)
+        loss.backward()
+        return loss.detach(), x.grad, s.weight.grad.clone()
+
+    def loss(x):
+        return s.loss(x, t, impl="chunked", chunk_size=64)
+
+    want = step(loss)
+    got = step(torch.compile(loss, fullgraph=True, backend=backend))
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    s.zero_grad(set_to_none=True)
+    fp32 = s.loss(x0, t, impl="chunked", chunk_size=64).detach()
+    assert abs(float(got[0]) - float(fp32)) > 1e-6  # bf16's rounding shows: it did not run in float32
+
+
 def test_tie_untie_recompiles_once_at_its_switch_and_then_uses_its_own_output_matrix():
     eager, twin = _pair("tie-untie", rich=False)
     counter = CompileCounterWithBackend("eager")

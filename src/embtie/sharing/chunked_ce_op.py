@@ -11,6 +11,11 @@ mean loss together with its gradients w.r.t. x, W and b, computed in the same pa
 fused schedule: three matmuls per chunk, as eager). Its backward only scales them by the incoming
 gradient. Without a gradient to compute (evaluation), it computes the loss alone and returns empty
 gradients.
+
+The autocast dtype is read where the call is traced and passed to the operator (``compute``), which runs
+the eager loss under that autocast: a compiled graph does not carry the caller's autocast into an opaque
+operator, and without it the matmuls ran in float32 under bf16 autocast (GPT-2 small on an H200 trained at
+0.31x the plain loss's tokens/s, BENCHMARKS-cuda.md).
 """
 
 from __future__ import annotations
@@ -43,16 +48,19 @@ def chunked_ce(
     z_loss: float,
     chunk_size: int | None,
     grads: bool,
+    compute: torch.dtype,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(mean loss (0-d), dloss/dx (N, d_t), dloss/dW (V, d_t), dloss/db (V,)); the gradients are empty
     placeholders when ``grads`` is False (and db when there is no bias). ``cap_*``: the soft-cap's
-    ``CapShape`` (form tanh or sigmoid, scale, shift), as plain values an operator schema takes."""
+    ``CapShape`` (form tanh or sigmoid, scale, shift), as plain values an operator schema takes.
+    ``compute``: the dtype the matmuls run in (the caller's autocast dtype, else x's)."""
     shape = CapShape(cast(SoftcapForm, cap_form), cap_scale, cap_shift)
+    cast_to = torch.autocast(x.device.type, dtype=compute, enabled=compute != x.dtype)
     if not grads:
-        with torch.no_grad():
+        with torch.no_grad(), cast_to:
             loss = _loss(x, weight, bias, targets, ignore_index, label_smoothing, softcap, shape, z_loss, chunk_size)
         return loss, x.new_empty(_NO_GRADIENT), weight.new_empty(_NO_GRADIENT), weight.new_empty(_NO_GRADIENT)
-    with torch.enable_grad():
+    with torch.enable_grad(), cast_to:
         xl, wl = x.detach().requires_grad_(), weight.detach().requires_grad_()
         bl = None if bias is None else bias.detach().requires_grad_()
         loss = _loss(xl, wl, bl, targets, ignore_index, label_smoothing, softcap, shape, z_loss, chunk_size)
@@ -95,6 +103,7 @@ def _(
     z_loss: float,
     chunk_size: int | None,
     grads: bool,
+    compute: torch.dtype,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     loss = x.new_empty((), dtype=accumulation_dtype(x.dtype))
     if not grads:
@@ -114,7 +123,7 @@ def _backward(ctx: Any, g: Tensor, *_: Tensor) -> tuple[Tensor | None, ...]:
         g.to(dx.dtype) * dx,
         g.to(dw.dtype) * dw,
         g.to(db.dtype) * db if ctx.has_bias else None,
-        *(None,) * 10,
+        *(None,) * 11,
     )
 
 
@@ -149,5 +158,12 @@ def traced_chunked_cross_entropy(
         float(head.z_loss),
         chunk_size,
         grads,
+        _compute_dtype(x),
     )
     return loss
+
+
+def _compute_dtype(x: Tensor) -> torch.dtype:
+    """The dtype the matmuls run in: the autocast dtype where autocast is on for x's device, else x's."""
+    kind = x.device.type
+    return torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype

@@ -6,11 +6,13 @@ Two implementations give the same numbers (to float rounding) and the same gradi
   (``recompute``: the same, recomputing each chunk's logits in backward instead of forward);
 - ``tiled``: embtie.sharing.tiled_ce, Triton kernels that hold neither the logits nor a chunk x V buffer
   (CUDA; the CPU only under Triton's interpreter).
-``auto`` (the default) picks ``tiled`` on CUDA where it applies (else says why once and goes on), and
-elsewhere ``chunked`` (measured in bench/ as fast as plain and several times
-leaner in memory), except for tiny problems (at most AUTO_PLAIN_MAX_LOGITS logits, where memory
-does not matter and the chunk loop's fixed cost shows); set ``embtie.sharing.loss.DEFAULT_IMPL``
-to change the default.
+``auto`` (the default) picks, as measured:
+- on the CPU, ``chunked`` (in bench/ as fast as plain and several times leaner in memory), except for tiny
+  problems (at most AUTO_PLAIN_MAX_LOGITS logits, where the chunk loop's fixed cost shows);
+- on CUDA, ``plain`` up to AUTO_PLAIN_MAX_LOGITS_CUDA logits (fastest there: on an H200 chunked took 1.04-1.28x
+  its time and tiled 2.2-5.4x in bfloat16, BENCHMARKS-cuda.md, campaign step ``first``), beyond it ``chunked``;
+  ``tiled`` (the least memory) only by name.
+Set ``embtie.sharing.loss.DEFAULT_IMPL`` to change the default.
 
 Under ``torch.compile`` the plain loss is traced (the compiler fuses it), and the chunked ones run as
 one opaque operator (``embtie::chunked_ce``, ``chunked_ce_op``): the eager chunk loop, whose reused
@@ -40,6 +42,10 @@ from embtie.sharing.tiled_ce import choose_tiled, tiled_cross_entropy
 IMPLS = ("auto", "plain", "chunked", "recompute", "tiled")
 DEFAULT_IMPL = "auto"
 AUTO_PLAIN_MAX_LOGITS = 1 << 20
+AUTO_PLAIN_MAX_LOGITS_CUDA = 1 << 31
+"""on CUDA ``auto`` keeps the plain loss up to 2**31 logits: about 24 GiB of extra memory at the 12 bytes a
+logit it took on an H200 (bfloat16 or float32), what a nanoGPT-style model at 32 x 1024 tokens of GPT-2's
+vocabulary (1.65e9 logits) holds too; past it the chunked loss."""
 
 
 def plain_cross_entropy(
@@ -56,6 +62,12 @@ def plain_cross_entropy(
     keep = (targets != ignore_index).to(logits.dtype)
     log_z = torch.logsumexp(logits, dim=-1)
     return ce + head.z_loss * (log_z.square() @ keep) / keep.sum()
+
+
+def auto_impl(logits: int, device: torch.device) -> str:
+    """What ``auto`` runs for ``logits`` = N x V on ``device`` (module docstring): "plain" or "chunked"."""
+    limit = AUTO_PLAIN_MAX_LOGITS_CUDA if device.type == "cuda" else AUTO_PLAIN_MAX_LOGITS
+    return "plain" if logits <= limit else "chunked"
 
 
 def check_targets(targets: Tensor, vocab_size: int, ignore_index: int) -> None:
@@ -93,9 +105,9 @@ def cross_entropy(
         raise ConfigError(f"label_smoothing={label_smoothing!r} must be in [0, 1]")
     x2, t1 = x.reshape(-1, x.shape[-1]), targets.reshape(-1)
     t1 = traced_range_check(t1, head.vocab_size, ignore_index)  # compiled: embtie's line, not a kernel's assert
-    if impl == "auto" and x2.shape[0] * head.vocab_size <= AUTO_PLAIN_MAX_LOGITS:
-        impl = "plain"
-    impl = choose_tiled(impl, head, x2)  # "auto" on CUDA -> "tiled" where it applies (embtie.sharing.tiled_ce)
+    if impl == "auto":
+        impl = auto_impl(x2.shape[0] * head.vocab_size, x2.device)
+    impl = choose_tiled(impl, head, x2)  # "tiled" refused in one line where it cannot run
     # traced: one opaque operator (module docstring)
     if torch.compiler.is_compiling() and impl not in ("plain", "tiled"):
         if head.structured is None:

@@ -23,8 +23,9 @@ What the head's features cost:
 - a factorized head is folded first (``fold_factor``: x B^T and a (V, r) weight); hadamard's structured
   head uses its dense (V, n) matrix (same numbers).
 
-Chosen by ``embtie.sharing.loss.cross_entropy``'s ``auto`` on CUDA where ``tiled_unavailable`` finds no
-reason against it; ``impl="tiled"`` asks for it anywhere and is refused with that reason in one line. On
+Chosen by name only (``impl="tiled"``), where memory binds: ``auto`` does not pick it, since on an H200 it
+took 2.2-5.4x plain's time in bfloat16 (``choose_tiled``); where ``tiled_unavailable`` finds a reason against
+it, asking for it is refused with that reason in one line. On
 the CPU it runs only under Triton's interpreter (``TRITON_INTERPRET=1``; the tests).
 """
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import warnings
 
 import torch
 from torch import Tensor
@@ -44,9 +44,6 @@ from embtie.sharing.tiled_ce_op import tiled_ce
 
 TILED_DTYPES = (torch.float32, torch.bfloat16)
 """the compute dtypes the kernels are tested in."""
-
-_NOTED: set[str] = set()
-"""fallback reasons already warned about (each once per process)."""
 
 
 def compute_dtype(x: Tensor) -> torch.dtype:
@@ -81,20 +78,17 @@ def tiled_unavailable(head: Head, x: Tensor) -> str | None:
 
 
 def choose_tiled(impl: str, head: Head, x: Tensor) -> str:
-    """``impl`` resolved for the tiled loss: "tiled" where it is asked for, or "auto" on CUDA, and it can
-    run; a ConfigError naming the reason where "tiled" is asked for and cannot; otherwise ``impl`` (on
-    CUDA, "auto" falling back says why once per process)."""
-    if impl != "tiled" and (impl != "auto" or x.device.type != "cuda"):
-        return impl  # "auto" off CUDA: the chunked loss (the interpreter runs only when asked for)
+    """``impl`` checked for the tiled loss: "tiled" where it is asked for and can run, a ConfigError naming
+    the reason where it is asked for and cannot; any other ``impl`` unchanged. ``auto`` never picks it: on
+    an H200 it held the least memory of every method but took 2.2-5.4x plain's time in bfloat16 and 34-41x
+    in float32 (BENCHMARKS-cuda.md, campaign step ``first``, 2026-11-28), so it is the choice by name where
+    memory binds."""
+    if impl != "tiled":
+        return impl
     reason = tiled_unavailable(head, x)
-    if reason is None:
-        return "tiled"
-    if impl == "tiled":
+    if reason is not None:
         raise ConfigError(f"loss impl='tiled' cannot run: {reason}")
-    if reason not in _NOTED:
-        _NOTED.add(reason)
-        warnings.warn(f"embtie: the tiled loss does not apply ({reason}); using the chunked loss", stacklevel=3)
-    return impl
+    return "tiled"
 
 
 def _row_scale(head: Head, vocab: int, like: Tensor) -> Tensor | None:
