@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from embtie import files
 from embtie.analysis.row_updates import row_parameters, split_row_gradients
-from embtie.rundir import checkpoints
 from embtie.sharing.base import strategy_of
 
 FILE = "path_shares.npz"
@@ -129,7 +129,7 @@ class PathShareProbe:
             in_hist=np.stack(self._hist_in),
             out_hist=np.stack(self._hist_out),
         )
-        checkpoints.write_atomic(self.path, buf.getvalue())
+        files.write_atomic(self.path, buf.getvalue())
 
 
 def read(run_dir: Path) -> dict[str, np.ndarray]:
