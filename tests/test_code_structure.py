@@ -99,6 +99,38 @@ def test_no_import_cycle_among_embtie_modules():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def shadowed_modules(init_source: str, package: str, submodules: set[str]) -> list[str]:
+    """The submodules of ``package`` whose name its ``__init__`` binds to something else: a function, class
+    or constant defined there or imported from another module (``from pkg.plan import plan`` hides the
+    module ``pkg.plan`` behind the function)."""
+    found = set()
+    for node in ast.parse(init_source).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound = {node.name}
+        elif isinstance(node, ast.Assign):
+            bound = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom) and node.module != package:
+            bound = {a.asname or a.name for a in node.names}
+        else:
+            bound = set()
+        found |= bound & submodules
+    return sorted(found)
+
+
+def test_shadow_finder_finds_a_planted_shadow():
+    source = "from pkg.plan import plan\nfrom pkg import grid\ndef spec(): ...\n"
+    assert shadowed_modules(source, "pkg", {"plan", "grid", "spec", "other"}) == ["plan", "spec"]
+
+
+def test_no_module_is_shadowed_by_a_name_of_its_package():
+    shadows = []
+    for init in sorted((SRC / "embtie").rglob("__init__.py")):
+        package = ".".join(init.parent.relative_to(SRC).parts)
+        submodules = {p.stem for p in init.parent.glob("*.py")} | {d.name for d in init.parent.iterdir() if d.is_dir()}
+        shadows += [f"{package}.{n}" for n in shadowed_modules(init.read_text(encoding="utf-8"), package, submodules)]
+    assert not shadows, f"modules hidden behind a name their package binds (rename one): {shadows}"
+
+
 BOTTOM = {"embtie.errors": set(), "embtie.files": set(), "embtie.decisions": {"embtie.errors"}}
 """modules and packages that import nothing of embtie but the modules listed (``embtie.files``: the file
 helpers every layer writes with; ``embtie.decisions``: verdicts from paired seeds, generic over metrics)."""

@@ -16,7 +16,7 @@ from embtie.hf._require import MissingExtraError, require_transformers
 
 require_transformers()
 
-from embtie.hf.export import ExportResult, export  # noqa: E402
+from embtie.hf.stock_weights import ExportResult, export  # noqa: E402
 from embtie.hf.families import FAMILIES  # noqa: E402
 from embtie.hf.fold import NotFoldableError  # noqa: E402
 from embtie.hf.loading import load  # noqa: E402

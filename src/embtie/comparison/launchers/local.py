@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from embtie.comparison.execution import execute
 from embtie.comparison.launchers.base import Launched, Launcher
-from embtie.comparison.plan import CompareSpec, PlannedRun
+from embtie.comparison.grid import CompareSpec, PlannedRun
 from embtie.errors import ConfigError
 
 

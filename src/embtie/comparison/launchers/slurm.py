@@ -24,7 +24,7 @@ from embtie.comparison.launchers.base import FailedRun, Launched, Launcher, Laun
 from embtie.comparison.launchers.slurm_jobs import SubmittedJob
 from embtie.comparison.launchers.slurm_resources import MAX_TIMEOUTS, SlurmResources
 from embtie.comparison.launchers.slurm_task import TrainJob
-from embtie.comparison.plan import CompareSpec, PlannedRun, plan
+from embtie.comparison.grid import CompareSpec, PlannedRun, plan
 from embtie.progress import bar as progress_bar
 from embtie.progress import note
 
