@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from embtie import sharing
-from embtie.analysis import frequency, norms, param_counts, row_updates, vocab_usage, wordsim
+from embtie.analysis import frequency, norms, param_counts, row_updates, wordsim
 from embtie.errors import DataError
+from embtie.evaluation import vocab_usage
 
 
 def test_row_norms_and_histogram():

@@ -229,8 +229,8 @@ def test_coco_scores_equal_pycocoevalcap_and_vocabulary_usage_counts_distinct_wo
     from pycocoevalcap.cider.cider import Cider
     from pycocoevalcap.rouge.rouge import Rouge
 
-    from embtie.analysis.caption_scores import coco_scores
-    from embtie.analysis.vocab_usage import vocabulary_usage
+    from embtie.evaluation.caption_scores import coco_scores
+    from embtie.evaluation.vocab_usage import vocabulary_usage
 
     hyps = ["a dog runs on grass", "two men play ball", "a red car"]
     refs = [["a dog runs on the grass", "a brown dog running"], ["two men playing football", "men play a game"],
