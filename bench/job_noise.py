@@ -38,7 +38,7 @@ BASE = (
     "train.eval_batches=10",
     "train.checkpoint_every=300",
 )
-"""The default job of turn 4 (comparison.plan.DEFAULT_OVERRIDES before the redesign)."""
+"""The default job of turn 4 (comparison.grid.DEFAULT_OVERRIDES before the redesign)."""
 
 JOB = tuple(o for o in DEFAULT_OVERRIDES if not o.startswith("train.threads="))
 """The default job (``embtie compare`` with no preset) as it is now; the variant sets the threads."""

@@ -1,7 +1,7 @@
 """Press & Wolf (2016) Table 6 on PTB: Zaremba's small LSTM (2 x 200, no dropout) untied, tied, and
 tied with projection regularisation (tied-proj), trained one model at a time.
 
-    python bench/press_wolf.py [--epochs 13] [--models untied,tied,tied-proj] [--out /work/runs/press_wolf]
+    python bench/press_wolf.py [--epochs 13] [--models untied,tied,tied-proj] [--out runs/press_wolf]
 
 Each model is an ordinary run directory (``embtie train ptb-lstm-small sharing.name=...``), so
 running the script again resumes an interrupted model and skips finished ones. The paper reports
@@ -29,7 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=float, default=13.0, help="epochs per model (the paper: 13)")
     ap.add_argument("--models", default="untied,tied,tied-proj")
-    ap.add_argument("--out", default="/work/runs/press_wolf")
+    ap.add_argument("--out", default="runs/press_wolf", help="where the runs go (default runs/press_wolf)")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     args = ap.parse_args()
     out = Path(args.out)

@@ -2,7 +2,7 @@
 (with the rest of that file) or, for folders saved before results.json held rows, of results.csv, each as
 a ``ResultRow``; the comparison those rows determine (its verdicts recomputed under the one verdict rule,
 ``embtie.comparison.verdicts.all_verdicts``); and report sections drawn from it as Markdown. The figure
-test (tests/docs/test_quoted_figures.py) and results/su-convergence/ordering.py read old folders with
+test (tests/docs/test_quoted_figures.py) and bench/su_ordering.py read old folders with
 these."""
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import importlib
 import os
 import re
 import sys
+import types
 import typing
 from collections.abc import Iterator
 
@@ -47,13 +48,9 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def _load(module: str):
-    try:
-        return importlib.import_module(f"embtie.commands.{module}")
-    except ModuleNotFoundError as e:
-        if e.name == f"embtie.commands.{module}":
-            return None  # subcommand not built yet
-        raise
+def _load(module: str) -> types.ModuleType:
+    """The module of a subcommand (``embtie.commands.MODULE``), imported when the command line needs it."""
+    return importlib.import_module(f"embtie.commands.{module}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -131,8 +128,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         mod = _load(module)
-        if mod is None:
-            continue
         if only is not None and name != only:
             sub.add_parser(name, help=mod.HELP)
             continue

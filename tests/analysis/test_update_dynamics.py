@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from embtie import cli, sharing
-from embtie.analysis import procrustes
+from embtie.analysis import path_share_file, procrustes
 from embtie.analysis.row_updates import split_row_gradients
 from embtie.config import load_config
 from embtie.training import path_shares, train
@@ -104,11 +104,11 @@ def test_probing_does_not_change_training_and_records_every_validation(tmp_path)
     train(_cfg("tied", "train.path_probe=2"), tmp_path / "probed")
     a, b = _weights(tmp_path / "plain"), _weights(tmp_path / "probed")
     assert all(torch.equal(a[k], b[k]) for k in a)
-    data = path_shares.read(tmp_path / "probed")
+    data = path_share_file.read(tmp_path / "probed")
     assert data["records"][:, 0].tolist() == [2, 4, 6]
     assert np.all((data["records"][:, 1:] > 0) & (data["records"][:, 1:] < 1))
     # a tied model: every row gets output-path gradient, only rows of seen tokens an input-path one
-    shares = path_shares.row_output_shares(data)
+    shares = path_share_file.row_output_shares(data)
     assert np.nanmin(shares) < 1 and np.nanmax(shares) == 1.0
     metrics = [json.loads(x) for x in (tmp_path / "probed" / "metrics.jsonl").read_text().splitlines()]
     probed = [m["output_path_share"] for m in metrics if "output_path_share" in m]
@@ -117,7 +117,7 @@ def test_probing_does_not_change_training_and_records_every_validation(tmp_path)
 
 def test_untied_rows_are_split_between_the_two_matrices(tmp_path):
     train(_cfg("untied", "train.path_probe=1", "train.max_steps=2"), tmp_path / "u")
-    data = path_shares.read(tmp_path / "u")
+    data = path_share_file.read(tmp_path / "u")
     # the probe sees both matrices (leading dim V): the shares are strictly between 0 and 1
     assert 0 < data["records"][-1, 1] < 1
 
@@ -134,9 +134,9 @@ def test_a_resumed_run_drops_probes_after_its_checkpoint(tmp_path):
         if c.name != "step-00000002":
             shutil.rmtree(c)
     (part / "summary.json").unlink()
-    assert path_shares.read(part)["records"][:, 0].tolist() == [2, 4, 6]
+    assert path_share_file.read(part)["records"][:, 0].tolist() == [2, 4, 6]
     train(_cfg("tied", "train.path_probe=2", "train.keep_checkpoints=3"), part)
-    a, b = path_shares.read(full), path_shares.read(part)
+    a, b = path_share_file.read(full), path_share_file.read(part)
     assert b["records"][:, 0].tolist() == [2, 4, 6]
     assert np.array_equal(a["records"], b["records"])
     assert np.array_equal(a["cum_in"], b["cum_in"]) and np.array_equal(a["cum_out"], b["cum_out"])

@@ -27,6 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from test_bad_inputs import TINY_LM, Ctx, check_cli_case, file, lm_run, mt_run, run_cli  # noqa: F401 (fixtures)
 
+from embtie import files
 from embtie.errors import ConfigError
 from embtie.rundir import checkpoints
 
@@ -281,10 +282,10 @@ def test_a_safetensors_disk_full_error_is_raised_as_enospc():
     OSError it is, naming the path (other SafetensorErrors pass through)."""
     from safetensors import SafetensorError
 
-    with pytest.raises(OSError) as e, checkpoints.os_errors(Path("/x/model.safetensors")):
+    with pytest.raises(OSError) as e, files.os_errors(Path("/x/model.safetensors")):
         raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
     assert e.value.errno == errno.ENOSPC and e.value.filename == "/x/model.safetensors"
-    with pytest.raises(SafetensorError), checkpoints.os_errors(Path("/x")):
+    with pytest.raises(SafetensorError), files.os_errors(Path("/x")):
         raise SafetensorError("invalid header")
 
 
@@ -292,7 +293,7 @@ def test_write_atomic_on_a_full_disk_removes_its_temporary_file(tiny_disk):
     disk = tiny_disk(64)
     fill(disk)
     with pytest.raises(OSError) as e:
-        checkpoints.write_atomic(disk / "eval.json", "x" * 100_000)
+        files.write_atomic(disk / "eval.json", "x" * 100_000)
     assert e.value.errno == errno.ENOSPC
     assert sorted(p.name for p in disk.iterdir()) == ["filler"]
 

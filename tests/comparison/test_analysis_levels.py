@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from embtie import cli, comparison
-from embtie.comparison.plan import FULL_ANALYSIS_MIN_STEPS
+from embtie.comparison.grid import FULL_ANALYSIS_MIN_STEPS
 from embtie.config import load_config
 from embtie.errors import ConfigError
 

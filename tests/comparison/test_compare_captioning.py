@@ -12,7 +12,7 @@ import pytest
 
 from captioning_data import caption_cfg, write_yaml
 from embtie import cli, stats
-from embtie.analysis import vocab_usage
+from embtie.evaluation import vocab_usage
 
 pytest.importorskip("pycocoevalcap")
 

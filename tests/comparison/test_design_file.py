@@ -17,7 +17,7 @@ from embtie.comparison.design_file import (
     record_planned,
     status_line,
 )
-from embtie.comparison.plan import CompareSpec
+from embtie.comparison.grid import CompareSpec
 from embtie.decisions import Margin, SequentialDesign
 from embtie.errors import ConfigError
 

@@ -52,7 +52,7 @@ def test_equals_are_named_together_and_the_cost_breaks_the_tie():
     costs = {"tied": 1.0, "untied": 2.0, "l2norm": 1.0}
     choice = decide_choice(values, MARGIN, higher_is_better=False, costs=costs)
     assert choice.decided and choice.use == ("l2norm", "untied")
-    text = sentence(choice, "perplexity", MARGIN, costs)
+    text = sentence(choice, "perplexity", MARGIN)  # the costs the choice was ordered by
     assert text.startswith("`l2norm` and `untied` are equivalent within ±0.5 on perplexity; both better than `tied`")
     assert "the cheapest of them is `l2norm`" in text
 

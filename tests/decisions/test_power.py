@@ -13,13 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from embtie.decisions.power import (
-    MAX_SEEDS,
-    nct_cdf,
-    power_difference,
-    power_equivalence,
-    seeds_to_decide,
-)
+from embtie.decisions.power import MAX_SEEDS, nct_cdf, power_curve, seeds_to_decide
 
 REPS = 20_000
 MC_TOL = 0.012
@@ -80,13 +74,17 @@ def test_noncentral_t_matches_scipy_where_scipy_is_finite_and_stays_finite_in_th
                     worst = max(worst, abs(ours - ref))
     assert worst < 1e-5
     assert float(nct_cdf(-1.98, 99, 29.7)) < 1e-100  # scipy: NaN
+    dfs, ts, ncs = np.array([1, 9, 199]), np.array([-1.98, 0.0, 2.5]), np.array([29.7, 0.7, -2.0])
+    together = nct_cdf(ts, dfs, ncs)  # one degrees-of-freedom count per element
+    assert together == pytest.approx([float(nct_cdf(t, int(d), c)) for t, d, c in zip(ts, dfs, ncs)], abs=1e-12)
 
 
 def test_power_is_finite_and_grows_with_the_seeds_everywhere_a_report_can_meet():
     for delta, sd in ((3.8, 1.28), (0.01, 5.0), (40.0, 0.5), (-2.0, 1.0)):
         for alpha in (0.05, 0.0125, 0.001):
-            diff = [power_difference(delta, sd, n, alpha) for n in range(2, MAX_SEEDS + 1)]
-            eq = [power_equivalence(delta / 100, sd, n, alpha, 1.0) for n in range(2, MAX_SEEDS + 1)]
+            ns, diff = power_curve(delta, sd, 0.0, alpha)  # margin 0: the t-test
+            _, eq = power_curve(delta / 100, sd, 1.0, alpha)  # inside the margin: TOST
+            assert list(ns) == list(range(2, MAX_SEEDS + 1))
             for series in (diff, eq):
                 assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in series)
                 assert all(b >= a - 1e-6 for a, b in pairwise(series))  # quadrature: ~1e-7

@@ -9,7 +9,7 @@ import pytest
 from statsmodels.stats.power import TTestPower
 
 from embtie.decisions import Margin, decide_all, paired_difference
-from embtie.decisions.power import power_difference, power_equivalence, seeds_to_decide
+from embtie.decisions.power import power_curve, seeds_to_decide
 
 BASE = [100.0, 102.0, 98.0, 101.0, 99.0, 100.5]
 
@@ -64,14 +64,19 @@ def test_all_tests_of_a_comparison_are_one_step_down_family_with_shaffers_bound(
         assert got == pytest.approx(running)
 
 
+def _power(delta: float, sd: float, n: int, alpha: float, margin: float = 0.0) -> float:
+    """The power at n seeds (``power_curve`` starts at n = 2)."""
+    return float(power_curve(delta, sd, margin, alpha)[1][n - 2])
+
+
 def test_power_matches_statsmodels_and_seeds_needed_reach_it():
     for delta, sd, n in ((0.5, 1.0, 10), (1.0, 2.0, 6), (0.2, 0.3, 12)):
         ref = TTestPower().power(effect_size=delta / sd, nobs=n, alpha=0.05, alternative="two-sided")
-        assert power_difference(delta, sd, n, 0.05) == pytest.approx(ref, abs=1e-6)
+        assert _power(delta, sd, n, 0.05) == pytest.approx(ref, abs=1e-6)
     n = seeds_to_decide(0.8, 1.5, margin=0.5, alpha=0.05)
-    assert power_difference(0.8, 1.5, n, 0.05) >= 0.8 > power_difference(0.8, 1.5, n - 1, 0.05)
+    assert _power(0.8, 1.5, n, 0.05) >= 0.8 > _power(0.8, 1.5, n - 1, 0.05)
     n_eq = seeds_to_decide(0.1, 0.5, margin=0.5, alpha=0.05)
-    assert power_equivalence(0.1, 0.5, n_eq, 0.05, 0.5) >= 0.8 > power_equivalence(0.1, 0.5, n_eq - 1, 0.05, 0.5)
+    assert _power(0.1, 0.5, n_eq, 0.05, 0.5) >= 0.8 > _power(0.1, 0.5, n_eq - 1, 0.05, 0.5)
     # just inside the margin, equivalence is out of reach; at the margin, the difference test decides
     assert seeds_to_decide(0.49, 1.0, margin=0.5, alpha=0.05) is None
     assert seeds_to_decide(0.5, 1.0, margin=0.5, alpha=0.05) == seeds_to_decide(0.5, 1.0, margin=0.1, alpha=0.05)

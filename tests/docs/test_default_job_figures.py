@@ -1,21 +1,20 @@
 # ruff: noqa: E501  (one line per quoted figure: the table reads as a list)
 """Every figure that results/default-job/README.md, README.md's default-job section and docs/your-corpus.md quote is re-computed
 from the files they cite: noise/runs.csv and noise/curves.csv (the measurement), simulation.json (itself
-re-computed here by simulate.py, exactly), and make-run/ (the job's own output). noise/noise.md must be what
-noise_report.py writes from the CSV files today."""
+re-computed here by bench/sim.py, exactly), and make-run/ (the job's own output). noise/noise.md must be
+what bench/noise.py writes from the CSV files today."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from bench import job_noise_report as noise
+from bench import job_simulation as sim
 from embtie.comparison import DEFAULT_JOB_SEEDS, DEFAULT_STRATEGIES
 from embtie.decisions.power import seeds_to_decide
 
@@ -27,18 +26,6 @@ YOUR_CORPUS = "docs/your-corpus.md"
 
 
 @cache
-def module(name: str) -> ModuleType:
-    """A script of results/default-job loaded as a module (its folder on sys.path, as when it runs)."""
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    spec = importlib.util.spec_from_file_location(f"default_job_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@cache
 def document(name: str) -> str:
     """The document with Unicode minus signs read as ASCII ones."""
     return (ROOT / name).read_text(encoding="utf-8").replace("−", "-")
@@ -46,18 +33,16 @@ def document(name: str) -> str:
 
 @cache
 def table() -> dict:
-    noise = module("noise_report")
     return noise.ppl_table(noise._read("runs.csv"))
 
 
 def said(variant: str, strategy: str) -> str:
-    noise = module("noise_report")
     decisions = noise.variant_decisions(table(), "job", DEFAULT_STRATEGIES, DEFAULT_JOB_SEEDS)
     return noise._said(decisions[("AMD EPYC", variant)][strategy])
 
 
 def pooled(strategy: str) -> dict[str, float]:
-    return module("noise_report").paired_summary(table(), "job", strategy)
+    return noise.paired_summary(table(), "job", strategy)
 
 
 def tied_seed0(setting: str, variant: str) -> float:
@@ -66,7 +51,7 @@ def tied_seed0(setting: str, variant: str) -> float:
 
 def loss_gap(setting: str, strategy: str, step: int) -> float:
     """|native - avx2| of seed 0's validation loss at ``step``."""
-    rows = module("noise_report")._read("curves.csv")
+    rows = noise._read("curves.csv")
     got = {r["variant"]: float(r["valid_loss"]) for r in rows
            if r["setting"] == setting and r["strategy"] == strategy and r["seed"] == "0" and int(r["step"]) == step}  # fmt: skip
     return abs(got["native"] - got["avx2"])
@@ -75,7 +60,6 @@ def loss_gap(setting: str, strategy: str, step: int) -> float:
 def means_move() -> float:
     """The largest difference between numerics variants of a strategy's mean paired difference, over the
     job's own 5 seeds (the verdict table's means)."""
-    noise = module("noise_report")
     decisions = noise.variant_decisions(table(), "job", DEFAULT_STRATEGIES, DEFAULT_JOB_SEEDS)
     means = {s: [ds[s].mean for ds in decisions.values()] for s in DEFAULT_STRATEGIES[1:]}
     return max(max(m) - min(m) for m in means.values())
@@ -111,10 +95,10 @@ FIGURES: list[tuple[str, str, object]] = [
     (JOB_README, "a spread of\n   {:.1f}%", lambda: (100 * (tied_seed0("base", "native") / tied_seed0("base", "default") - 1),)),
     (JOB_README, "already {:.2f} nats apart at step 50", lambda: (loss_gap("base", "tied", 50),)),
     (JOB_README, "and {:.2f} apart at step 300, while untied's stay within 0.003", lambda: (loss_gap("base", "tied", 300),)),
-    (JOB_README, "seed moves by {:.2f}%", lambda: (module("noise_report").machine_spread(table(), "lr1e-3", "tied")["max"],)),
-    (JOB_README, "largest spread of one tied seed is {:.2f}%", lambda: (module("noise_report").machine_spread(table(), "job", "tied")["max"],)),
+    (JOB_README, "seed moves by {:.2f}%", lambda: (noise.machine_spread(table(), "lr1e-3", "tied")["max"],)),
+    (JOB_README, "largest spread of one tied seed is {:.2f}%", lambda: (noise.machine_spread(table(), "job", "tied")["max"],)),
     (JOB_README, "untied {:.2f}% (sd of the\n   paired difference {:.2f}%), tied-loginit {:.2f}% (sd {:.2f}%)", lambda: (pooled("untied")["mean"], pooled("untied")["sd"], pooled("tied-loginit")["mean"], pooled("tied-loginit")["sd"])),
-    (JOB_README, "untied's sd from {:.2f}% at step 50 to {:.2f}% at step 250", lambda: (module("noise_report").sd_by_step(module("noise_report")._read("curves.csv"), "job", "untied")[50][2], module("noise_report").sd_by_step(module("noise_report")._read("curves.csv"), "job", "untied")[250][2])),
+    (JOB_README, "untied's sd from {:.2f}% at step 50 to {:.2f}% at step 250", lambda: (noise.sd_by_step(noise._read("curves.csv"), "job", "untied")[50][2], noise.sd_by_step(noise._read("curves.csv"), "job", "untied")[250][2])),
     (JOB_README, "within {:.2f}% of tied with a paired\n   spread of {:.2f}%", lambda: (-pooled("l2norm")["mean"], pooled("l2norm")["sd"])),
     (JOB_README, "would take about {} paired seeds", lambda: (seeds_to_decide(pooled("l2norm")["mean"], pooled("l2norm")["sd"], 1.0, 0.05),)),
     (JOB_README, "({:.2f}%, sd {:.2f}%, 6 pairs)", lambda: (pooled("tied-shuffle")["mean"], pooled("tied-shuffle")["sd"])),
@@ -140,16 +124,14 @@ def test_quoted_figure_is_recomputed(doc, phrase, values):
 
 
 def test_noise_md_is_what_the_csv_files_give():
-    assert (HERE / "noise" / "noise.md").read_text(encoding="utf-8") == module("noise_report").markdown()
+    assert (HERE / "noise" / "noise.md").read_text(encoding="utf-8") == noise.markdown()
 
 
 def test_simulation_json_is_recomputed_exactly():
-    sim = module("simulate")
     assert sim.run(sim.DEFAULT_JOB_SETTING, HERE / "noise" / "runs.csv") == simulation()
 
 
 def test_every_variant_gives_the_same_verdicts():
-    noise = module("noise_report")
     decisions = noise.variant_decisions(table(), "job", DEFAULT_STRATEGIES, DEFAULT_JOB_SEEDS)
     assert len(decisions) >= 3
     verdicts = {key: {k: d.verdict for k, d in ds.items()} for key, ds in decisions.items()}

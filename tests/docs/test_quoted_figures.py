@@ -37,6 +37,8 @@ if str(ROOT) not in sys.path:
 
 from bench.saved_results import read_rows  # noqa: E402
 
+from bench import quantization_cost, su_ordering  # noqa: E402
+
 
 class Folder:
     """A results folder's files, read once."""
@@ -676,20 +678,8 @@ def _train_loss(f: Folder, strategy: str, seed: int, step: int) -> float:
 
 
 def _quant_costs(fmt: str) -> dict[str, list[float]]:
-    """results/quantization/cost.py's per-seed costs (its own reading of the two results.json files)."""
-    return _script("quantization/cost.py").costs(fmt)
-
-
-@cache
-def _script(rel: str) -> Any:
-    """The module of a results folder's script (results/REL), loaded once."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(Path(rel).stem, ROOT / "results" / rel)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """bench/quantization_cost.py's per-seed costs (its own reading of the two results.json files)."""
+    return quantization_cost.costs(fmt)
 
 
 def _id(row: tuple[str, str, str, Expr]) -> str:
@@ -743,14 +733,14 @@ LINK_ONLY: dict[str, set[str]] = {
 def test_su_ordering_page_is_what_its_script_writes():
     """results/su-convergence/ordering.md is its script's output from results.json, byte for byte."""
     path = ROOT / "results" / "su-convergence" / "ordering.md"
-    assert path.read_text(encoding="utf-8") == _script("su-convergence/ordering.py").ordering_markdown()
+    assert path.read_text(encoding="utf-8") == su_ordering.ordering_markdown()
 
 
 def test_quantization_pages_are_recomputed_from_their_files():
     """results/quantization: cost.md is its script's output byte for byte, and the per-role figures the README
     quotes are the Δ % column of each seed-0 table (int4, output vs input)."""
     folder = ROOT / "results" / "quantization"
-    assert (folder / "cost.md").read_text(encoding="utf-8") == _script("quantization/cost.py").cost_markdown()
+    assert (folder / "cost.md").read_text(encoding="utf-8") == quantization_cost.cost_markdown()
     readme = (folder / "README.md").read_text(encoding="utf-8").replace("\n", " ")
     for name in ("tied", "untied", "l2norm"):
         cells = {(c[1], c[2]): c[5] for line in (folder / f"seed0-{name}.md").read_text(encoding="utf-8").splitlines()

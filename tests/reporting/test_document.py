@@ -47,11 +47,7 @@ def _fake_figures(tmp: Path) -> list[document.Figure]:
 def _report(tmp: Path) -> document.Report:
     r = document.Report("Test report")
     r.add(document.Heading("Numbers"), document.Text("Plain `code` & <escaped>."))
-    r.add(
-        document.table_from_dicts(
-            [{"s": "tied", "ppl": 123.456, "n": 12345}], [("strategy", "s"), ("ppl", "ppl"), ("params", "n")]
-        )
-    )
+    r.add(document.Table(["strategy", "ppl", "params"], [["tied", document.fmt(123.456), document.fmt(12345)]]))
     r.add(*_fake_figures(tmp))
     return r
 

@@ -12,8 +12,8 @@ import torch
 import yaml
 from torch import nn
 
+from embtie.data.image_encoders import ImageEncoder, build_encoder, register_encoder
 from embtie.data.image_features import build_feature_cache
-from embtie.models.image_encoders import ImageEncoder, build_encoder, register_encoder
 
 PIL = pytest.importorskip("PIL.Image")
 

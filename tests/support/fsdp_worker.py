@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
+from embtie import files
 from embtie.config import load_config
 from embtie.rundir import checkpoints
 from embtie.runtime import exit_process, setup
@@ -61,7 +62,7 @@ def rewind(run: Path, rank: int) -> Path:
         shutil.copytree(run, resumed)
         shutil.rmtree(resumed / checkpoints.CKPT / "step-00000012")
         (resumed / "summary.json").unlink()
-        checkpoints.write_atomic(resumed / checkpoints.CKPT / checkpoints.LATEST, "step-00000006")
+        files.write_atomic(resumed / checkpoints.CKPT / checkpoints.LATEST, "step-00000006")
     dist.barrier()
     return resumed
 

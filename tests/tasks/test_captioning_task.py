@@ -19,11 +19,11 @@ from embtie import sharing
 from embtie.cli import main
 from embtie.config import config_from_dict
 from embtie.data import caption_corpus as capdata
+from embtie.data.image_encoders import build_encoder
 from embtie.data.image_features import build_feature_cache, cached_names, encode_files, load_features
 from embtie.data.subwords import BOS, EOS
 from embtie.errors import DataError
 from embtie.evaluation.beam_search import beam_search, greedy
-from embtie.models.image_encoders import build_encoder
 from embtie.models.show_attend_tell import ShowAttendTell, ShowAttendTellConfig, doubly_stochastic
 from embtie.models.show_tell import ShowTell, ShowTellConfig
 from embtie.rundir.loading import load_for_decoding
@@ -229,8 +229,8 @@ def test_coco_scores_equal_pycocoevalcap_and_vocabulary_usage_counts_distinct_wo
     from pycocoevalcap.cider.cider import Cider
     from pycocoevalcap.rouge.rouge import Rouge
 
-    from embtie.analysis.caption_scores import coco_scores
-    from embtie.analysis.vocab_usage import vocabulary_usage
+    from embtie.evaluation.caption_scores import coco_scores
+    from embtie.evaluation.vocab_usage import vocabulary_usage
 
     hyps = ["a dog runs on grass", "two men play ball", "a red car"]
     refs = [["a dog runs on the grass", "a brown dog running"], ["two men playing football", "men play a game"],

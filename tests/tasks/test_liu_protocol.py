@@ -116,8 +116,7 @@ def test_wmt16_presets_use_458k_token_updates(preset):
 
 
 @pytest.mark.parametrize("preset", PAPER)
-def test_missing_training_files_give_one_line_naming_the_keys(preset, monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv("EMBTIE_DATA", "/work/shared/data")
+def test_missing_training_files_give_one_line_naming_the_keys(preset, tmp_path, capsys):
     with pytest.raises(DataError) as e:
         TranslationTask.check_data(load_config(preset))
     msg = str(e.value)
@@ -129,8 +128,8 @@ def test_missing_training_files_give_one_line_naming_the_keys(preset, monkeypatc
     assert len(err.splitlines()) == 1 and "data.train_src_file" in err and not out.exists()
 
 
-def test_given_training_files_that_do_not_exist_are_named(monkeypatch):
-    monkeypatch.setenv("EMBTIE_DATA", "/work/shared/data")
+def test_given_training_files_that_do_not_exist_are_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBTIE_DATA", str(tmp_path))
     cfg = load_config("wmt16-dynamicconv-paper", ["data.train_src_file=/nope/train.en", "data.train_tgt_file=/x.de"])
     with pytest.raises(DataError, match=r"/nope/train\.en"):
         TranslationTask.check_data(cfg)
@@ -223,8 +222,7 @@ TINY = {
 }  # fmt: skip
 
 
-def test_eval_reports_tokenized_bleu_next_to_sacrebleu(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("EMBTIE_DATA", "/work/shared/data")
+def test_eval_reports_tokenized_bleu_next_to_sacrebleu(tmp_path, capsys):
     run = tmp_path / "run"
     train(config_from_dict(TINY), run)
     src, ref = tmp_path / "src.de", tmp_path / "ref.en"

@@ -12,7 +12,7 @@ from torch import nn
 
 from embtie import stats
 from embtie.analysis.records import CaptionExamples, CaptioningQuality, CaptionScores, QualityArrays, VocabularyUsage
-from embtie.analysis.vocab_usage import UNK, vocabulary_usage, word_incidence
+from embtie.evaluation.vocab_usage import UNK, vocabulary_usage, word_incidence
 
 
 def diagnose_captioning(task: Any, model: nn.Module) -> tuple[CaptioningQuality, QualityArrays]:

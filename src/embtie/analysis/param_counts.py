@@ -55,9 +55,3 @@ def model_parameter_counts(model: nn.Module, sharing_module: SharingStrategy | N
     """{"learned", "fixed", "sharing_learned", "sharing_fixed"} of ``model`` (see ``ParameterCounts``)."""
     return count_parameters(model, sharing_module).diagnostics_fields()
 
-
-def reduction_vs(baseline_learned: int, learned: int) -> float:
-    """Relative decrease of learned parameters against a baseline (Shalev's "%" column), in [.., 1]."""
-    if baseline_learned <= 0:
-        raise ValueError("baseline_learned must be > 0")
-    return (baseline_learned - learned) / baseline_learned

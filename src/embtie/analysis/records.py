@@ -102,7 +102,7 @@ class WordSimilarity(Record):
 
 @dataclass(kw_only=True)
 class VocabularyUsage(Record):
-    """Diversity of generated text (``embtie.analysis.vocab_usage.vocabulary_usage``)."""
+    """Diversity of generated text (``embtie.evaluation.vocab_usage.vocabulary_usage``)."""
 
     vu: int
     tokens: int

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from embtie import sharing
+from embtie import files, sharing
 from embtie.analysis import eval_units, frequency, norms, param_counts, row_updates, wordsim
 from embtie.analysis.json_records import json_default
 from embtie.analysis.records import (
@@ -46,7 +46,7 @@ from embtie.analysis.records import (
     ValidationSummary,
     WordSimilarity,
 )
-from embtie.rundir import checkpoints, provenance
+from embtie.rundir import provenance
 from embtie.tasks.capabilities import Captions, Translates
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def write(run_dir: Path, diag: RunDiagnostics, arrays: RunArrays) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     text = json.dumps(diag.to_json(), indent=1, default=json_default)
-    checkpoints.write_atomic(out / "diagnostics.json", text)
+    files.write_atomic(out / "diagnostics.json", text)
     return out
 
 

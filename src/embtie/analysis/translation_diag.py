@@ -12,7 +12,7 @@ from torch import nn
 
 from embtie import stats
 from embtie.analysis.records import QualityArrays, TranslationQuality, TranslationScores, VocabularyUsage
-from embtie.analysis.vocab_usage import UNK, vocabulary_usage, word_incidence
+from embtie.evaluation.vocab_usage import UNK, vocabulary_usage, word_incidence
 
 RARE_MAX = 10
 """a word is rare when it occurs at most this often in the training targets."""

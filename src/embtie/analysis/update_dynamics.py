@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from embtie.analysis import procrustes
+from embtie.analysis import path_share_file, procrustes
 from embtie.analysis.json_records import Record, optional
-from embtie.training import path_shares
 
 REFERENCE = "untied"
 CACHE = "update_dynamics.json"
@@ -131,7 +130,7 @@ def cached_similarity_rows(out_dir: Path, runs: list[SimilaritySource]) -> list[
 
 def read_path_shares(run_dir: Path) -> PathShares | None:
     """The run's probe records and per-row output shares, or None when it was not probed."""
-    if not (Path(run_dir) / path_shares.FILE).is_file():
+    if not (Path(run_dir) / path_share_file.FILE).is_file():
         return None
-    data = path_shares.read(run_dir)
-    return PathShares(records=data["records"], row_shares=path_shares.row_output_shares(data))
+    data = path_share_file.read(run_dir)
+    return PathShares(records=data["records"], row_shares=path_share_file.row_output_shares(data))

@@ -110,11 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
-    """--analysis (how much each run is analysed: ``embtie.comparison.plan.analysis_level``), --metric (the
+    """--analysis (how much each run is analysed: ``embtie.comparison.grid.analysis_level``), --metric (the
     tested metric that decides) and --test / --test-file (test verdicts beside the validation ones)."""
     from embtie import comparison, metrics
     from embtie.commands.common import path_arg
-    from embtie.comparison.plan import FULL_ANALYSIS_MIN_STEPS
+    from embtie.comparison.grid import FULL_ANALYSIS_MIN_STEPS
 
     parser.add_argument("--metric", choices=tuple(metrics.BY_FLAG), default=None, help=metrics.metric_help())
     parser.add_argument(

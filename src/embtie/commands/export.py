@@ -65,7 +65,7 @@ def _check_finite(model, source: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from embtie.errors import ConfigError
     from embtie.hf import load  # needs transformers: imported on use
-    from embtie.hf.export import export
+    from embtie.hf.stock_weights import export
     from embtie.hf.tokenizer_files import copy_tokenizer_files
 
     source = resolve_source(args.source)

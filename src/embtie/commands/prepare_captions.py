@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from embtie.data.caption_corpus import MSCOCO_ZIPS
+    from embtie.data.image_encoders import build_encoder
     from embtie.data.image_features import build_feature_cache, default_feature_dir, default_image_dir
     from embtie.errors import DataError
-    from embtie.models.image_encoders import build_encoder
 
     images = Path(args.images).expanduser() if args.images else default_image_dir(args.dataset)
     if args.images is None and args.dataset == "flickr8k" and not images.is_dir():

@@ -1,7 +1,7 @@
 """Grids of strategies x seeds: train every run (skipping finished ones, resuming interrupted ones),
 analyse each once, and collect everything the report needs from the saved files.
 
-- ``plan``: the grid (``CompareSpec``), its validated runs, the --strategies syntax, the default job
+- ``grid``: the grid (``CompareSpec``), its validated runs (``plan``), the --strategies syntax, the default job
 - ``execution``: training and analysing the runs, one at a time or in worker processes
 - ``records``: the typed results (``Comparison`` and what it holds)
 - ``results``: reading them from the saved files, the statistics, the bootstraps and verdicts against
@@ -9,7 +9,7 @@ analyse each once, and collect everything the report needs from the saved files.
 """
 
 from embtie.comparison.execution import N_UPDATE_BATCHES, default_jobs, execute, train_and_analyse
-from embtie.comparison.plan import (
+from embtie.comparison.grid import (
     ANALYSIS_CHOICES,
     BASELINE,
     DEFAULT_ANALYSIS,

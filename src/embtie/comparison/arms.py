@@ -1,7 +1,7 @@
 """Parameter- or FLOP-matched arms (``embtie compare --match``): the record of how the body of each arm was
 adjusted so that every arm has the same learned parameters (or training FLOPs per token) within a tolerance.
 The adjustment itself is computed in ``embtie.ladder.matching`` (it measures models on the meta device);
-``comparison.plan`` applies the record's overrides to each arm's config.
+``comparison.grid`` applies the record's overrides to each arm's config.
 """
 
 from __future__ import annotations

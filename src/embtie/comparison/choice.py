@@ -73,12 +73,12 @@ def primary_choice(
     return replay_choice(design, values, margin, metric.higher_is_better, costs)
 
 
-def choice_to_json(choice: Choice, metric: Metric, margin: Margin, costs: dict[str, float] | None) -> dict[str, Any]:
+def choice_to_json(choice: Choice, metric: Metric, margin: Margin) -> dict[str, Any]:
     """The choice as results.json keeps it: the sentence, the decided set, the candidates, every pair."""
     from dataclasses import asdict
 
     return {
-        "sentence": sentence(choice, metric.label, margin, costs, "parameters learned"),
+        "sentence": sentence(choice, metric.label, margin, "parameters learned"),
         "use": list(choice.use),
         "candidates": list(choice.candidates),
         "decided": choice.decided,

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from embtie.comparison.plan import CompareSpec
+from embtie.comparison.grid import CompareSpec
 from embtie.decisions import ONE_FAMILY
 from embtie.errors import ConfigError
 from embtie.files import write_atomic

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from embtie.analysis import run_diagnostics
-from embtie.comparison.plan import CompareSpec, PlannedRun, plan
+from embtie.comparison.grid import CompareSpec, PlannedRun, plan
 from embtie.config import RunConfig
 from embtie.errors import ConfigError
 from embtie.progress import bar as progress_bar

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtie.comparison.plan import PlannedRun
+from embtie.comparison.grid import PlannedRun
 from embtie.files import write_atomic
 from embtie.rundir import provenance
 

@@ -12,7 +12,7 @@ reads too. Other metrics never cost a quantized evaluation.
 from __future__ import annotations
 
 from embtie.analysis import quantization_table
-from embtie.comparison.plan import CompareSpec, PlannedRun
+from embtie.comparison.grid import CompareSpec, PlannedRun
 from embtie.metrics import chosen
 
 

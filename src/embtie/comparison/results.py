@@ -20,7 +20,7 @@ from embtie.analysis.records import NormFrequency, RunDiagnostics
 from embtie.comparison import held_out, quantized_metric
 from embtie.comparison.data_title import data_title
 from embtie.comparison.design_file import Design
-from embtie.comparison.plan import CompareSpec, PlannedRun
+from embtie.comparison.grid import CompareSpec, PlannedRun
 from embtie.comparison.records import (
     Comparison,
     HeldOutResult,

@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from embtie.comparison.choice import primary_choice
 from embtie.comparison.design_file import read_design, record_planned
+from embtie.comparison.grid import BASELINE, CompareSpec, plan
 from embtie.comparison.launchers.base import Launcher
 from embtie.comparison.launchers.local import LocalLauncher
-from embtie.comparison.plan import BASELINE, CompareSpec, plan
 from embtie.comparison.results import finished_runs, read_run, result_row
 from embtie.decisions import SequentialDesign
 from embtie.decisions.choice import seeds_wanted_for_choice

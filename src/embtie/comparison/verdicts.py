@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 
-from embtie.comparison.choice import choice_to_json, costs_of, primary_choice
+from embtie.comparison.choice import choice_to_json, primary_choice
 from embtie.comparison.records import MetricVerdicts, ResultRow
 from embtie.decisions import ONE_FAMILY, TWO_FAMILIES, Margin, SequentialDesign, decide_all, paired_difference
 from embtie.decisions.sequential import replay
@@ -96,11 +96,10 @@ def primary_verdicts(
     looks = f"one look at {choice.n} paired seeds, level {alpha:g}" if design is None else design.description()
     text = (f"{looks}, every pair of the {len(choice.strategies)} strategies compared, "
             f"one step-down family over all {2 * k} tests (any wrong verdict <= the level)")  # fmt: skip
-    costs = costs_of(rows, choice.strategies)
     return MetricVerdicts(metric=metric.key, label=metric.label, higher_is_better=metric.higher_is_better,
                           margin=margin.value, relative=margin.relative, design=text,
                           decisions={s: asdict(d) for s, d in choice.against(baseline).items()},
-                          role="primary", choice=choice_to_json(choice, metric, margin, costs))  # fmt: skip
+                          role="primary", choice=choice_to_json(choice, metric, margin))  # fmt: skip
 
 
 def all_verdicts(

@@ -107,11 +107,6 @@ def read_dataset_captions(dataset: str, split: str) -> dict[str, list[str]]:
     return parse_captions(read_lines(f.path(), f.sha256), str(f.path()))
 
 
-def read_test_captions() -> dict[str, list[str]]:
-    """The captions of the Flickr8k test images (a one-line error naming ``embtie data get`` when absent)."""
-    return read_dataset_captions("flickr8k", "test")
-
-
 def read_split(split: str, path: str | Path | None = None, dataset: str = "flickr8k") -> list[str]:
     """The image names of ``split`` (train, valid, test): a user list (``path``) or the dataset's own."""
     if path is not None:

@@ -28,10 +28,10 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from embtie import progress
+from embtie.data.image_encoders import CAPTION_EXTRA, ImageEncoder
 from embtie.data.subwords import cache_root
 from embtie.errors import DataError
 from embtie.files import save_tensors
-from embtie.models.image_encoders import CAPTION_EXTRA, ImageEncoder
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _COCO_RELEASE = re.compile(r"COCO_([a-z]+[0-9]{4})_")

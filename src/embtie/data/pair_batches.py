@@ -7,7 +7,7 @@ the pad id, which the loss ignores (``ignore_index=pad``), so padding never cont
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -142,7 +142,3 @@ class BucketedPairs:
             perm = torch.randperm(len(batches), generator=generator).tolist()
             batches = [batches[p] for p in perm]
         return batches
-
-    def iterate(self, generator: torch.Generator | None = None) -> Iterator[PairBatch]:
-        for idx in self.batches(generator):
-            yield make_batch([self.src[i] for i in idx], [self.tgt[i] for i in idx], idx)

@@ -59,6 +59,8 @@ class Choice:
     candidates: tuple[str, ...]
     """the strategies no other is decided better than."""
     higher_is_better: bool
+    costs: Mapping[str, float] | None = None
+    """each strategy's cost (e.g. parameters learned), the tie-break that orders ``use``; None: not known."""
 
     @property
     def decided(self) -> bool:
@@ -106,7 +108,7 @@ def choose(
     use = candidates if decided else ()
     if costs is not None:
         use = tuple(sorted(use, key=lambda s: (costs.get(s, float("inf")), strategies.index(s))))
-    return replace(draft, use=use, candidates=candidates)
+    return replace(draft, use=use, candidates=candidates, costs=costs)
 
 
 def pair_differences(
@@ -182,8 +184,7 @@ def _join(names: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
-def sentence(choice: Choice, metric: str, margin: Margin, costs: Mapping[str, float] | None = None,
-             cost_name: str = "parameters") -> str:  # fmt: skip
+def sentence(choice: Choice, metric: str, margin: Margin, cost_name: str = "parameters") -> str:
     """The answer in words: what to use, on which metric, decided at how many paired seeds; or what is
     still open."""
     if choice.decided:
@@ -194,7 +195,7 @@ def sentence(choice: Choice, metric: str, margin: Margin, costs: Mapping[str, fl
         said = f"{_join(choice.use)} are equivalent within {margin.text()} on {metric}"
         if rest:
             said += f"; {'both' if len(choice.use) == 2 else 'all'} better than {_join(rest)}"
-        if costs is not None:
+        if choice.costs is not None:
             said += f"; by {cost_name}, the cheapest of them is `{choice.use[0]}`"
         return f"{said}, decided at {choice.n} paired seeds."
     open_pairs = choice.open_pairs()

@@ -42,64 +42,39 @@ def _chi_nodes(df: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sqrt(st.chi2.ppf(u, df) / df), w
 
 
-def nct_cdf(t: np.ndarray | float, df: int, nc: np.ndarray | float) -> np.ndarray:
-    """P(T <= t) for T noncentral t with ``df`` degrees of freedom and noncentrality ``nc``
-    (arrays broadcast together; the result has their broadcast shape), never NaN for finite input."""
-    s, w = _chi_nodes(int(df))
+def nct_cdf(t: np.ndarray | float, df: np.ndarray | int, nc: np.ndarray | float) -> np.ndarray:
+    """P(T <= t) for T noncentral t with ``df`` degrees of freedom and noncentrality ``nc``, never NaN for
+    finite input. ``df`` is one count, or a 1-D array of counts [k] (then t and nc broadcast to [k])."""
+    if np.ndim(df) == 0:
+        s = _chi_nodes(int(df))[0]  # [nodes]
+    else:
+        s = _stacked_nodes(tuple(int(d) for d in np.asarray(df)))  # [k, nodes]
     t_arr, nc_arr = np.broadcast_arrays(np.asarray(t, dtype=float), np.asarray(nc, dtype=float))
     z = t_arr[..., None] * s - nc_arr[..., None]  # [..., nodes]
-    return np.clip(special.ndtr(z) @ w, 0.0, 1.0)
+    return np.clip(special.ndtr(z) @ _legendre()[1], 0.0, 1.0)
 
 
-def power_difference(delta: float, sd: float, n: int, alpha: float) -> float:
-    """Power of the two-sided paired t-test at level ``alpha`` with n seeds, true mean ``delta``."""
-    if n < 2:
-        return 0.0
-    df, nc = n - 1, delta / (sd / math.sqrt(n))
-    crit = float(st.t.ppf(1 - alpha / 2, df))
-    return float(1.0 - nct_cdf(crit, df, nc) + nct_cdf(-crit, df, nc))
-
-
-def power_equivalence(delta: float, sd: float, n: int, alpha: float, margin: float) -> float:
-    """A lower bound of TOST's power at level ``alpha`` (both one-sided tests must reject; the bound
-    subtracts the two failure probabilities), true mean ``delta`` inside ± ``margin``."""
-    if n < 2:
-        return 0.0
-    df, se = n - 1, sd / math.sqrt(n)
-    crit = float(st.t.ppf(1 - alpha, df))
-    fail_low = float(nct_cdf(crit, df, (delta + margin) / se))  # (d + m)/se must exceed crit
-    fail_high = 1.0 - float(nct_cdf(-crit, df, (delta - margin) / se))  # (d - m)/se must fall below -crit
-    return max(0.0, 1.0 - fail_low - fail_high)
-
-
-@lru_cache(maxsize=64)
-def _all_n(alpha: float, one_sided: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For n = 2..MAX_SEEDS: n, the critical t of the test at ``alpha``, and the chi nodes and weights of
-    n - 1 degrees of freedom stacked ([n, nodes])."""
-    ns = np.arange(2, MAX_SEEDS + 1)
-    crit = st.t.ppf(1 - (alpha if one_sided else alpha / 2), ns - 1)
-    nodes = np.stack([_chi_nodes(int(n) - 1)[0] for n in ns])
-    return ns, crit, nodes, _legendre()[1]
-
-
-def _cdf_rows(t: np.ndarray, nc: np.ndarray, nodes: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``nct_cdf`` for every n at once: t and nc of shape [n], nodes [n, nodes]."""
-    return np.clip(special.ndtr(t[:, None] * nodes - nc[:, None]) @ w, 0.0, 1.0)
+@lru_cache(maxsize=4)
+def _stacked_nodes(dfs: tuple[int, ...]) -> np.ndarray:
+    """``_chi_nodes``' S for each degrees-of-freedom count, stacked ([len(dfs), nodes])."""
+    return np.stack([_chi_nodes(df)[0] for df in dfs])
 
 
 def power_curve(delta: float, sd: float, margin: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """n = 2..MAX_SEEDS and the power at each: of TOST (its lower bound) when |delta| is inside the
-    margin, of the two-sided t-test otherwise (the same numbers as ``power_equivalence`` and
-    ``power_difference``, all n in one array operation)."""
+    """n = 2..MAX_SEEDS and the power at each, true mean ``delta`` and per-seed spread ``sd``: when |delta|
+    is inside ± ``margin``, a lower bound of TOST's power at level ``alpha`` (both one-sided tests must
+    reject; the bound subtracts the two failure probabilities); otherwise the power of the two-sided paired
+    t-test (margin 0: always that one)."""
     inside = abs(delta) < margin
-    ns, crit, nodes, w = _all_n(alpha, inside)
+    ns = np.arange(2, MAX_SEEDS + 1)
+    crit = st.t.ppf(1 - (alpha if inside else alpha / 2), ns - 1)
     se = sd / np.sqrt(ns)
     if inside:
-        fail_low = _cdf_rows(crit, (delta + margin) / se, nodes, w)
-        fail_high = 1.0 - _cdf_rows(-crit, (delta - margin) / se, nodes, w)
+        fail_low = nct_cdf(crit, ns - 1, (delta + margin) / se)  # (d + m)/se must exceed crit
+        fail_high = 1.0 - nct_cdf(-crit, ns - 1, (delta - margin) / se)  # (d - m)/se must fall below -crit
         return ns, np.maximum(0.0, 1.0 - fail_low - fail_high)
     nc = delta / se
-    return ns, 1.0 - _cdf_rows(crit, nc, nodes, w) + _cdf_rows(-crit, nc, nodes, w)
+    return ns, 1.0 - nct_cdf(crit, ns - 1, nc) + nct_cdf(-crit, ns - 1, nc)
 
 
 def seeds_to_decide(delta: float, sd: float, margin: float, alpha: float, power: float = 0.8) -> int | None:

@@ -16,11 +16,11 @@ from embtie.hf._require import MissingExtraError, require_transformers
 
 require_transformers()
 
-from embtie.hf.export import ExportResult, export  # noqa: E402
 from embtie.hf.families import FAMILIES  # noqa: E402
 from embtie.hf.fold import NotFoldableError  # noqa: E402
 from embtie.hf.loading import load  # noqa: E402
 from embtie.hf.patch import adopt, apply, is_patched, sharing_of  # noqa: E402
+from embtie.hf.stock_weights import ExportResult, export  # noqa: E402
 
 __all__ = [
     "FAMILIES",

@@ -25,8 +25,8 @@ import torch
 from torch import Tensor
 
 from embtie.hf.checkpoint_files import CheckpointFolder, embedding_keys, meta_model, read_folder
-from embtie.hf.export import EXPORT_MARKER
 from embtie.hf.families import FAMILIES, Family, attribute_paths, model_embed_scale
+from embtie.hf.stock_weights import EXPORT_MARKER
 
 COPY_COSINE = 0.5
 """Median cosine between the rows of an untied head and the input table above which the head started as a

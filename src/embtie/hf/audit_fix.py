@@ -98,8 +98,8 @@ def _copy_folder(source: Path, out: Path) -> None:
 
 
 def _export(found: Audit, out: Path) -> Audit:
-    from embtie.hf.export import export
     from embtie.hf.loading import load
+    from embtie.hf.stock_weights import export
     from embtie.hf.tokenizer_files import copy_tokenizer_files
 
     export(load(found.path), out)

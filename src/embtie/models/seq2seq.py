@@ -107,10 +107,6 @@ class Seq2Seq(nn.Module):
         """True when the encoder input is the decoder's own sharing object."""
         return self.src_embed is self.sharing
 
-    def embedding_modules(self) -> list[nn.Module]:
-        """The distinct embedding objects (one when three-way tied)."""
-        return [self.sharing] if self.three_way_tied else [self.src_embed, self.sharing]
-
     def regularization(self) -> Tensor:
         """Sum of the distinct embedding objects' regularizers (a scalar)."""
         total = self.sharing.regularization()

@@ -134,6 +134,3 @@ class GridTime:
     def device_hours(self) -> float:
         return self.runs * self.run_s / 3600
 
-
-def grid_time(runs: int, run: RunBudget, rate: Throughput, hardware: Hardware) -> GridTime:
-    return GridTime(runs=runs, run_s=run.tokens / rate.tokens_per_s, devices=hardware.devices)

@@ -7,10 +7,9 @@ import base64
 import html
 import io
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias, cast
+from typing import TypeAlias
 
 
 @dataclass
@@ -221,14 +220,3 @@ def write(report: Report, out_dir: Path, stem: str = "report") -> tuple[Path, Pa
     page.write_text(to_html(report), encoding="utf-8")
     return md, page
 
-
-def table_from_dicts(
-    rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]], caption: str = ""
-) -> Table:
-    """A Table from dicts: columns are (header, key) pairs; values are formatted with ``fmt``."""
-    return Table([h for h, _ in columns], [[_cell(r.get(k)) for _, k in columns] for r in rows], caption)
-
-
-def _cell(value: object) -> str:
-    """A table cell: strings as they are, numbers (Python or numpy) through ``fmt``."""
-    return value if isinstance(value, str) else fmt(cast("float | None", value))

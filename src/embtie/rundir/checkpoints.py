@@ -33,9 +33,7 @@ from safetensors.torch import load_file, save_model
 from torch import Tensor, nn
 
 from embtie.errors import EmbtieError
-from embtie.files import os_errors as os_errors  # re-exported: training/ and analysis still import them here
-from embtie.files import save_tensors as save_tensors
-from embtie.files import write_atomic as write_atomic
+from embtie.files import os_errors, save_tensors, write_atomic
 
 CKPT = "checkpoints"
 LATEST = "latest"

@@ -52,11 +52,6 @@ class ClusterLayout:
     def n_tails(self) -> int:
         return len(self.widths) - 1
 
-    @property
-    def head_size(self) -> int:
-        """c_1 word logits + one logit per tail cluster."""
-        return self.bounds[1] + self.n_tails
-
     def size(self, i: int) -> int:
         """V_i, the number of words in cluster i."""
         return self.bounds[i + 1] - self.bounds[i]

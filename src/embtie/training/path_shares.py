@@ -12,8 +12,8 @@ respect to the strategy's row parameters exactly into its input and output paths
 so that ``out_i / (in_i + out_i)`` is row i's output-path share of its gradient so far. Each probe also
 records aggregate shares (all rows, and rows split into frequency thirds) at that step. Probing does
 not change training: the random-number state is restored, no ``.grad`` is touched, and recurrent state
-starts fresh. Results go to ``RUN_DIR/path_shares.npz`` (atomically); a resumed run drops probes made
-after its checkpoint.
+starts fresh. Results go to ``RUN_DIR/path_shares.npz`` (atomically; read back by
+``embtie.analysis.path_share_file``); a resumed run drops probes made after its checkpoint.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from embtie import files
+from embtie.analysis.path_share_file import FILE, read
 from embtie.analysis.row_updates import row_parameters, split_row_gradients
-from embtie.rundir import checkpoints
 from embtie.sharing.base import strategy_of
 
-FILE = "path_shares.npz"
 BANDS = ("frequent", "middle", "rare")
 """Frequency thirds of the vocabulary rows (by training count) in the per-probe records."""
 
@@ -129,21 +129,7 @@ class PathShareProbe:
             in_hist=np.stack(self._hist_in),
             out_hist=np.stack(self._hist_out),
         )
-        checkpoints.write_atomic(self.path, buf.getvalue())
-
-
-def read(run_dir: Path) -> dict[str, np.ndarray]:
-    """The arrays of ``RUN_DIR/path_shares.npz``: records (P, 5) [step, all, frequent, middle, rare],
-    cum_in/cum_out (V,) per-row sums of gradient norms, in_hist/out_hist (P, V) the sums after each probe."""
-    with np.load(Path(run_dir) / FILE) as z:
-        return {k: z[k] for k in z.files}
-
-
-def row_output_shares(data: dict[str, np.ndarray]) -> np.ndarray:
-    """(V,) out_i / (in_i + out_i) over the whole run (nan for rows that never got a gradient)."""
-    tot = data["cum_in"] + data["cum_out"]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(tot > 0, data["cum_out"] / tot, np.nan)
+        files.write_atomic(self.path, buf.getvalue())
 
 
 def _detach(carry: Any) -> Any:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from embtie import runtime
+from embtie import files, runtime
 from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
 from embtie.errors import ConfigError
-from embtie.rundir import checkpoints
 
 RESUME_IGNORED = {"train.progress"}
 """config keys that may differ between the first call and a resuming call on the same run directory."""
@@ -49,4 +48,4 @@ def prepare(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
             )
     elif rt.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        checkpoints.write_atomic(path, cfg.to_yaml())
+        files.write_atomic(path, cfg.to_yaml())

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from embtie import runtime
+from embtie import files, runtime
 from embtie.errors import ConfigError
 from embtie.rundir import checkpoints
 from embtie.tasks.base import Task
@@ -107,12 +107,12 @@ def save_named(out: Path, name: str, model: nn.Module, info: dict[str, Any], rt:
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".model.safetensors.tmp{os.getpid()}"
     try:
-        checkpoints.save_tensors({k: v.contiguous() for k, v in weights.items()}, tmp)
+        files.save_tensors({k: v.contiguous() for k, v in weights.items()}, tmp)
         os.replace(tmp, d / "model.safetensors")
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
-    checkpoints.write_atomic(d / "info.json", json.dumps(info, indent=1))
+    files.write_atomic(d / "info.json", json.dumps(info, indent=1))
 
 
 def _bytes_needed(model: nn.Module) -> int:

@@ -20,10 +20,9 @@ from typing import Any
 
 import torch
 
-from embtie import progress, runtime, tasks
+from embtie import files, progress, runtime, tasks
 from embtie.analysis.param_counts import count_parameters
 from embtie.config import RunConfig
-from embtie.rundir import checkpoints
 from embtie.sharing.base import strategy_of
 from embtie.sharing.capabilities import VocabularyTables
 from embtie.training import monitor, nonfinite, parallel, resume
@@ -266,7 +265,7 @@ class Trainer:
         if self.rt.is_main:
             summary = summary_record(self.cfg, self.state, self.counts, self.state.step, self.steps_per_epoch,
                                      self.clock.elapsed(), self.rt)  # fmt: skip
-            checkpoints.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
+            files.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
         self.log.metrics.close()
         runtime.barrier(self.rt)
         if not self.rt.is_main:

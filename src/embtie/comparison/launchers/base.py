@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from embtie.comparison.plan import CompareSpec, PlannedRun, plan
+from embtie.comparison.grid import CompareSpec, PlannedRun, plan
 from embtie.errors import EmbtieError
 
 

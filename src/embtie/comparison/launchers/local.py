@@ -4,8 +4,8 @@ time in worker processes (``embtie.comparison.execution``)."""
 from __future__ import annotations
 
 from embtie.comparison.execution import execute
+from embtie.comparison.grid import CompareSpec, PlannedRun
 from embtie.comparison.launchers.base import Launched, Launcher
-from embtie.comparison.plan import CompareSpec, PlannedRun
 from embtie.errors import ConfigError
 
 

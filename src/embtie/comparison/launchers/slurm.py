@@ -19,12 +19,12 @@ from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
+from embtie.comparison.grid import CompareSpec, PlannedRun, plan
 from embtie.comparison.launchers import slurm_jobs, slurm_queue
 from embtie.comparison.launchers.base import FailedRun, Launched, Launcher, LaunchError
 from embtie.comparison.launchers.slurm_jobs import SubmittedJob
 from embtie.comparison.launchers.slurm_resources import MAX_TIMEOUTS, SlurmResources
 from embtie.comparison.launchers.slurm_task import TrainJob
-from embtie.comparison.plan import CompareSpec, PlannedRun, plan
 from embtie.progress import bar as progress_bar
 from embtie.progress import note
 

@@ -40,7 +40,7 @@ class CaptionDataConfig(Declared):
         str | None, Setting("a file listing the test images, one name a line", null="the dataset's split")
     ] = None
     encoder: Annotated[
-        str, Setting("the frozen image encoder (embtie.models.image_encoders) whose features are cached")
+        str, Setting("the frozen image encoder (embtie.data.image_encoders) whose features are cached")
     ] = "efficientnet-lite0"
     feature_dir: Annotated[
         str | None, Setting("the feature cache", null="$EMBTIE_CACHE/<dataset>/features-<encoder>")

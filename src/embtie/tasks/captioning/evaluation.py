@@ -3,7 +3,7 @@
 - Loss: cross-entropy per reference word (and </s>) over every (image, caption) pair, teacher forcing.
 - Decoding: each image once, beam search (``embtie.evaluation.beam_search``) over the captioner bound
   to its features; at most ``data.max_len`` words.
-- Scores: BLEU-1..4, METEOR, ROUGE-L, CIDEr (``embtie.analysis.caption_scores``), vocabulary usage
+- Scores: BLEU-1..4, METEOR, ROUGE-L, CIDEr (``embtie.evaluation.caption_scores``), vocabulary usage
   (distinct words, <unk> left out), rare-word share, <unk> share, mean length.
 """
 
@@ -15,13 +15,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from embtie.analysis.caption_scores import coco_scores
-from embtie.analysis.vocab_usage import UNK, vocabulary_usage
 from embtie.data.caption_batches import CaptionPairs, make_caption_batch
 from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
 from embtie.evaluation.beam_search import translate_ids
+from embtie.evaluation.caption_scores import coco_scores
 from embtie.evaluation.loss_meter import LossMeter
+from embtie.evaluation.vocab_usage import UNK, vocabulary_usage
 from embtie.models.captioner import Captioner
 from embtie.runtime import autocast
 from embtie.tasks.captioning.config import CaptionDataConfig

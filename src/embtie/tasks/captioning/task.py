@@ -22,14 +22,14 @@ import torch
 from torch import Tensor
 
 from embtie import models
-from embtie.analysis.caption_scores import coco_scores
 from embtie.config import RunConfig
 from embtie.data.caption_batches import CaptionBatch, CaptionPairs, epoch_order, make_caption_batch
+from embtie.data.image_encoders import build_encoder
 from embtie.data.image_features import encode_files
 from embtie.data.subwords import PAD
 from embtie.data.word_vocab import WordVocab
+from embtie.evaluation.caption_scores import coco_scores
 from embtie.models.captioner import Captioner, FeatureKind
-from embtie.models.image_encoders import build_encoder
 from embtie.tasks.base import StepLoss, Task, TrainingText
 from embtie.tasks.capabilities import Captions
 from embtie.tasks.captioning import evaluation, inputs

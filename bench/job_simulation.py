@@ -2,8 +2,8 @@
 measured in noise/runs.csv (every seed under every numerics variant, on every CPU measured), so that the
 machine is one more source of noise the design must absorb.
 
-    python results/default-job/simulate.py                    # writes results/default-job/simulation.json
-    python results/default-job/simulate.py --setting base     # another measured setting, printed only
+    python -m bench.job_simulation                    # writes results/default-job/simulation.json
+    python -m bench.job_simulation --setting base     # another measured setting, printed only
 
 Both ways of drawing (``embtie.decisions.simulation``: bootstrap of measured seeds, and a normal fit of
 their log-values) are reported; the design must decide every strategy with probability >= 0.9 under both.
@@ -18,14 +18,12 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from noise_report import ppl_table  # this folder's module (the script's own folder is on sys.path)
-
+from bench.job_noise_report import HERE, ppl_table
 from embtie.comparison import DEFAULT_JOB_DESIGN, DEFAULT_STRATEGIES
 from embtie.decisions import TWO_FAMILIES
 from embtie.decisions.simulation import simulate
 from embtie.metrics import DEFAULT_MARGINS
 
-HERE = Path(__file__).resolve().parent
 TRIALS = 1000
 STRESS = 2.0
 """the stress case: every seed's deviation from the mean log-perplexity doubled (a machine twice as noisy)."""
@@ -35,7 +33,7 @@ DEFAULT_JOB_SETTING = "job"
 
 def observations(table: Path, setting: str, strategies: tuple[str, ...]) -> list[dict[str, float]]:
     """One observation per (cpu, variant, seed) of ``setting`` that has every strategy: strategy -> valid ppl
-    (noise_report.ppl_table, the grouping every figure of the folder uses)."""
+    (job_noise_report.ppl_table, the grouping every figure of the folder uses)."""
     with open(table, encoding="utf-8") as f:
         grouped = ppl_table(list(csv.DictReader(f)))
     return [{k: obs[k] for k in strategies} for key, obs in sorted(grouped.items())

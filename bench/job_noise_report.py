@@ -1,9 +1,9 @@
-"""Where the default job's noise comes from, from the runs in noise/runs.csv and noise/curves.csv
-(``python -m bench.job_noise``): writes results/default-job/noise/noise.md.
+"""Where the default job's noise comes from, from the runs in results/default-job/noise/runs.csv and
+noise/curves.csv (``python -m bench.job_noise``): writes results/default-job/noise/noise.md.
 
-    python results/default-job/noise_report.py
+    python -m bench.job_noise_report
 
-Every figure is a function of the two CSV files (tests/docs/test_default_job.py recomputes the ones
+Every figure is a function of the two CSV files (tests/docs/test_default_job_figures.py recomputes the ones
 the READMEs quote). Percentages are paired: 100 (strategy / tied - 1) for the same seed, setting,
 variant and CPU.
 """
@@ -20,7 +20,8 @@ from embtie.comparison import DEFAULT_JOB_SEEDS, DEFAULT_STRATEGIES
 from embtie.decisions import TWO_FAMILIES, Decision, decide_all, paired_difference
 from embtie.metrics import DEFAULT_MARGINS
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "results" / "default-job"
+"""the results folder this script reads and writes."""
 NOISE = HERE / "noise"
 BASELINE = "tied"
 MARGIN = DEFAULT_MARGINS["valid_ppl"]

@@ -60,7 +60,7 @@ per process are slower than one."""
 DEFAULT_JOB_DESIGN = SequentialDesign(first=DEFAULT_JOB_SEEDS, step=1, max_seeds=DEFAULT_JOB_SEEDS)
 """How the default job decides: one look at its 5 paired seeds, every test at level 0.05 with Holm over
 untied and tied-loginit (what ``compare`` does without --until-decided, written as a one-look design so that
-results/default-job/simulate.py can replay it on the measured noise). Margin: perplexity ±1%, the
+bench/job_simulation.py can replay it on the measured noise). Margin: perplexity ±1%, the
 default, fixed before the runs that decide."""
 
 DEFAULT_ANALYSIS = "auto"

@@ -4,9 +4,9 @@
 # l2norm, 3 paired seeds, the same PTB words, batches, 300 AdamW steps and learning rate; then the
 # Hugging Face Trainer route at seed 0 with GPT-2's own E init and with the strategy's.
 # About 4 minutes on 2 idle CPU cores (longer on a shared machine). Run from the repository root:
-# sh results/hf-agreement/run.sh (a fresh run elsewhere: HERE=DIR with the JSON and trainer_route.py copied in).
+# sh bench/hf_agreement.sh (a fresh run elsewhere: HERE=DIR with results/hf-agreement/gpt2-64x2.json copied in).
 set -e
-HERE=${HERE:-results/hf-agreement}  # another folder (with gpt2-64x2.json and trainer_route.py copied in) for a fresh run
+HERE=${HERE:-results/hf-agreement}  # another folder (with gpt2-64x2.json copied in) for a fresh run
 BUDGET="data.bptt=64 data.batch_size=16 data.valid_tokens=20000 train.max_steps=300 train.warmup_steps=30
         train.eval_every=300 train.checkpoint_every=0 train.threads=1"
 export OMP_NUM_THREADS=1
@@ -15,7 +15,7 @@ embtie compare ptb-hf-gpt2-tiny model.hf=$HERE/gpt2-64x2.json $BUDGET \
 embtie compare ptb-gpt-tiny model.dim=64 model.n_layers=2 model.n_heads=4 model.max_len=64 \
     model.positions=learned model.norm=layernorm model.bias=true model.zero_init_residual=false $BUDGET \
     --strategies tied,l2norm --seeds 3 --jobs 2 --analysis light --no-progress --out $HERE/embtie-gpt
-python $HERE/trainer_route.py model &
-python $HERE/trainer_route.py strategy
+python -m bench.hf_agreement_trainer --folder $HERE model &
+python -m bench.hf_agreement_trainer --folder $HERE strategy
 wait
 rm -rf $HERE/trainer-init-*/*/trainer  # the Trainer's empty output folders; runs/ stay (light: no checkpoints)

@@ -7,7 +7,7 @@ import numpy as np
 
 from embtie import stats
 from embtie.analysis.translation_diag import UNK, word_incidence, words
-from embtie.analysis.vocab_usage import vocabulary_usage
+from embtie.evaluation.vocab_usage import vocabulary_usage
 
 
 def test_unk_stays_one_token() -> None:

@@ -5,11 +5,12 @@
 #   the one the case expects), or a refused command (status 2) left behind an --out folder it created.
 # The script exits 1 when any case fails, 0 otherwise. Needs EMBTIE_DATA (default ../shared/data) and,
 # for the disk-full class, root (a small tmpfs is mounted; the class is skipped, saying so, otherwise).
+# Runs with EMBTIE_PYTHON (default: the python on PATH, e.g. your activated environment's), PYTHONPATH=src.
+#   bash bench/reliability_campaign.sh > results/reliability-campaign/out-DATE.txt
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-PY=${EMBTIE_PYTHON:-$ROOT/.venv/bin/python}
-[ -x "$PY" ] || PY=/work/main/.venv/bin/python
+PY=${EMBTIE_PYTHON:-python}
 export PYTHONPATH="$ROOT/src" EMBTIE_DATA=${EMBTIE_DATA:-$(cd "$ROOT/.." && pwd)/shared/data} OMP_NUM_THREADS=1
 export EMBTIE_QUIET=1
 E="$PY -m embtie"
@@ -171,8 +172,8 @@ PY
 case_ eval-nan-weights 2 $E eval $W/nan
 
 echo "== API (issue 30)"
-$PY "$ROOT/results/reliability-campaign/api.py" > $C/api.txt 2>&1 || true
-echo "api.py: $(grep -c . $C/api.txt) lines; $(grep -c 'Traceback' $C/api.txt) tracebacks"
+PYTHONPATH="$ROOT/src:$ROOT" $PY -m bench.reliability_api > $C/api.txt 2>&1 || true
+echo "reliability_api.py: $(grep -c . $C/api.txt) lines; $(grep -c 'Traceback' $C/api.txt) tracebacks"
 
 echo
 echo "$CASES cases, $FAILED failed"

@@ -58,10 +58,6 @@ def register_encoder(name: str, builder: Callable[[], ImageEncoder]) -> None:
     _ENCODERS[name] = builder
 
 
-def encoder_names() -> list[str]:
-    return list(_ENCODERS)
-
-
 def build_encoder(name: str) -> ImageEncoder:
     """The encoder ``name`` in eval mode with gradients off; a ConfigError listing the names otherwise."""
     if name not in _ENCODERS:
