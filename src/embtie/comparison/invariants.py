@@ -14,15 +14,17 @@ docs/reference.md ("Labelled variants") lists ``SHARED``; a test checks that it 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from embtie.comparison.arms import Matching
+from embtie.config import RunConfig
 from embtie.errors import ConfigError
 
-if TYPE_CHECKING:
-    from embtie.comparison.plan import CompareSpec, PlannedRun
+Variants = Mapping[str, tuple[str, Mapping[str, Any]]]
+"""label -> (strategy name, options): ``CompareSpec.variants``."""
 
 EVALUATION = "every arm is measured on the same text in the same batches, which the paired tests pair"
 VOCABULARY = "perplexities over different tokens are not comparable: every arm reads one tokenizer and vocabulary"
@@ -80,44 +82,38 @@ def shared_reason(key: str) -> str | None:
     return next((s.reason for s in SHARED if fnmatchcase(key, s.pattern)), None)
 
 
-def _variant_keys(spec: CompareSpec) -> list[tuple[str, str]]:
-    """(label, dotted key) of every config override a labelled variant makes."""
-    return [(label, k) for label, (_, opts) in spec.variants.items() for k in opts if "." in k]
+def check_variants(variants: Variants, text: Callable[[str], str], set_by: Mapping[str, str] | None = None) -> None:
+    """No variant (``CompareSpec.variants``; ``text``: how a label is written in --strategies) sets a ``SHARED``
+    key, nor a key of ``set_by`` (key -> a clause saying what sets it for every arm: the ladder's rung keys and
+    token budget, the match's depth); a one-line ConfigError naming the variant, the key and the reason."""
+    for label, (_, opts) in variants.items():
+        for key in (k for k in opts if "." in k):  # dotted keys: config overrides of the arm
+            why = shared_reason(key)
+            if why is not None:
+                raise ConfigError(
+                    f"--strategies {text(label)}: a variant cannot set {key}, which every arm shares ({why}); set "
+                    f"it for every arm as an override ({key}=...) or make a comparison of its own"
+                )
+            if set_by and key in set_by:
+                raise ConfigError(
+                    f"--strategies {text(label)}: a variant cannot set {key}, which {set_by[key]}; leave it out"
+                )
 
 
-def check_variants(spec: CompareSpec, set_by: Mapping[str, str] | None = None) -> None:
-    """No variant sets a ``SHARED`` key, nor a key of ``set_by`` (key -> a clause saying what sets it for every
-    arm: the ladder's rung keys and token budget, the match's depth); a one-line ConfigError naming the
-    variant, the key and the reason."""
-    for label, key in _variant_keys(spec):
-        text = spec.strategy_text(label)
-        why = shared_reason(key)
-        if why is not None:
-            raise ConfigError(
-                f"--strategies {text}: a variant cannot set {key}, which every arm shares ({why}); set it for "
-                f"every arm as an override ({key}=...) or make a comparison of its own"
-            )
-        if set_by and key in set_by:
-            raise ConfigError(f"--strategies {text}: a variant cannot set {key}, which {set_by[key]}; leave it out")
-
-
-def check_distinct_arms(runs: Sequence[PlannedRun], spec: CompareSpec) -> None:
-    """No two arms train the same config (seed aside): the second would be compared with itself."""
-    first: dict[str, dict[str, Any]] = {}
-    for r in runs:
-        if r.strategy not in first:
-            first[r.strategy] = {**r.cfg.to_dict(), "seed": None}
+def check_distinct_arms(arms: Mapping[str, RunConfig], text: Callable[[str], str], matching: Matching | None) -> None:
+    """No two arms (label -> the config of its first seed) train the same config, seed aside: the second would
+    be compared with itself (``matching``: the comparison's --match, named when it made them alike)."""
     seen: dict[str, str] = {}
-    for label, cfg in first.items():
-        other = seen.setdefault(repr(cfg), label)
+    for label, cfg in arms.items():
+        other = seen.setdefault(repr({**cfg.to_dict(), "seed": None}), label)
         if other == label:
             continue
-        if spec.matching is not None and spec.matching.overrides_of(other) + spec.matching.overrides_of(label):
+        if matching is not None and matching.overrides_of(other) + matching.overrides_of(label):
             raise ConfigError(
-                f"--match {spec.matching.mode} made {label} the same model as {other} (it erased the variant's only "
+                f"--match {matching.mode} made {label} the same model as {other} (it erased the variant's only "
                 f"difference, its depth); compare {label} without --match, or give it another difference"
             )
         raise ConfigError(
-            f"--strategies {spec.strategy_text(label)} trains the same config as {other}: its options change "
-            "nothing, so it would be compared with itself; drop it or give it a setting that differs"
+            f"--strategies {text(label)} trains the same config as {other}: its options change nothing, so it "
+            "would be compared with itself; drop it or give it a setting that differs"
         )

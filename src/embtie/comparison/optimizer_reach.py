@@ -9,29 +9,23 @@ arm of its own (``m=tied:train.optimizer=muon``) is refused before the arms list
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from embtie import tasks
+from embtie.config import RunConfig
 from embtie.planning.model_shape import build_on_meta
 from embtie.tasks import Task
 from embtie.training.optim import check_reach
 
-if TYPE_CHECKING:
-    from embtie.comparison.plan import PlannedRun
 
-
-def check_optimizer_reach(runs: Sequence[PlannedRun]) -> None:
-    """Every arm whose optimizer option needs parameters of a kind reaches some (a one-line ConfigError
-    naming the arm); arms of other optimizers cost nothing here."""
+def check_optimizer_reach(arms: Mapping[str, RunConfig]) -> None:
+    """Every arm (label -> its config) whose optimizer option needs parameters of a kind reaches some (a
+    one-line ConfigError naming the arm); arms of other optimizers cost nothing here."""
     built: dict[str, Task] = {}
-    checked: set[str] = set()
-    for r in runs:
-        if r.cfg.train.optimizer != "muon" or r.strategy in checked:
+    for label, cfg in arms.items():
+        if cfg.train.optimizer != "muon":
             continue
-        checked.add(r.strategy)
-        key = f"{r.cfg.task}|{r.cfg.data}"
+        key = f"{cfg.task}|{cfg.data}"
         if key not in built:
-            built[key] = tasks.get(r.cfg.task)(r.cfg)
-        model = build_on_meta(r.cfg, built[key])
-        check_reach(model, r.cfg.train, f"the model of {r.strategy} ({r.cfg.model.name})")
+            built[key] = tasks.get(cfg.task)(cfg)
+        check_reach(build_on_meta(cfg, built[key]), cfg.train, f"the model of {label} ({cfg.model.name})")

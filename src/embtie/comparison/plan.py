@@ -280,7 +280,7 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
     for label in spec.variants:
         labels.check_label(label, spec.strategy_text(label))
     labels.check_distinct(spec.strategies)
-    invariants.check_variants(spec)
+    invariants.check_variants(spec.variants, spec.strategy_text)
     user_opts = [o for o in spec.overrides if o.split("=", 1)[0].startswith("sharing.")]
     if any(o.split("=", 1)[0] == "sharing.name" for o in user_opts):
         raise ConfigError("do not set sharing.name in a comparison; list strategies with --strategies a,b,c")
@@ -311,12 +311,23 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
             cfg = cfg.replace(spec.matching.overrides_of(label)) if spec.matching is not None else cfg  # --match
             level = analysis_level(spec.analysis, cfg)
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
-    invariants.check_distinct_arms(runs, spec)
-    metric_fit.check_metrics(spec, runs)
-    optimizer_reach.check_optimizer_reach(runs)
+    _check_arms(spec, runs)
     for r in runs if folders else []:
         check_reused(r, spec)
     return runs
+
+
+def _check_arms(spec: CompareSpec, runs: list[PlannedRun]) -> None:
+    """The arms against each other, the metrics and the optimizer (one config per arm: its first seed's)."""
+    if not runs:
+        return
+    arms: dict[str, RunConfig] = {}
+    for r in runs:
+        arms.setdefault(r.strategy, r.cfg)
+    invariants.check_distinct_arms(arms, spec.strategy_text, spec.matching)
+    names = {label: spec.variants.get(label, (label, {}))[0] for label in spec.strategies}
+    metric_fit.check_metrics(spec.metric, spec.margins, names, runs[0].cfg.task, spec.preset)
+    optimizer_reach.check_optimizer_reach(arms)
 
 
 PLACEMENT_KEYS = frozenset({"train.device", "train.threads"})

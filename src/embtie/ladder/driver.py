@@ -53,7 +53,7 @@ def plan_ladder(
     rung's runs validated (``comparison.plan``) before any trains."""
     spec.check_overrides(ladder, base.overrides)
     ladder = values.normalized(ladder, base.preset, base.overrides)
-    invariants.check_variants(base, spec.set_keys(ladder))
+    invariants.check_variants(base.variants, base.strategy_text, spec.set_keys(ladder))
     cache = TaskCache()
     budgets = budget.budgets(base.preset, base.overrides, ladder, ladder.rungs(), cache)
     beyond = budget.budgets(base.preset, base.overrides, ladder, ladder.beyond(), cache)

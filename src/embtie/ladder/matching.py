@@ -64,7 +64,8 @@ def match(spec: CompareSpec, mode: str, tolerance: float, cache: TaskCache | Non
         raise ConfigError(f"--match {mode!r} is not one of {', '.join(MATCH_MODES)}")
     if not 0 < tolerance < 1:
         raise ConfigError(f"--match-tolerance {tolerance:g} must be a fraction in (0, 1), e.g. 0.05 for 5%")
-    invariants.check_variants(spec, {k: f"--match {mode} sets for every arm" for k in DEPTH_KEYS.values()})
+    depth = {k: f"--match {mode} sets for every arm" for k in DEPTH_KEYS.values()}
+    invariants.check_variants(spec.variants, spec.strategy_text, depth)
     cache = cache or TaskCache()
     first: dict[str, RunConfig] = {}
     for r in comparison.plan(replace(spec, matching=None, seeds=1, seed_counts={}), folders=False):
