@@ -64,6 +64,8 @@ INVARIANTS = [
          "trains the same config as fixed"),
     case("global-muon-on-lstm", compare("--strategies", "tied,untied", "train.optimizer=muon", preset="ptb-lstm-small"),
          "train.optimizer=muon reaches 0 parameters", "LSTMLM", "use adamw"),
+    case("train-muon-on-lstm", lambda c: ["train", "ptb-lstm-small", "train.optimizer=muon", "--out", c.tmp / "r"],
+         "train.optimizer=muon reaches 0 parameters of this model"),
 ]  # fmt: skip
 
 
