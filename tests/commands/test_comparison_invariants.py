@@ -138,3 +138,18 @@ VALUES = [
 @pytest.mark.parametrize("c", VALUES)
 def test_values(c, tmp_path, monkeypatch, request, capfd):
     check_cli_case(c, tmp_path, monkeypatch, request, capfd)
+
+
+def test_hf_compare_labels_of_many_options_fit_the_label_rule():
+    """``embtie hf-compare --option ...`` names its variants itself: a long one is cut to the label's bound and
+    ends in a hash of the whole, so two option sets alike in their first 55 characters keep two labels."""
+    from embtie.commands.hf_compare import _strategy_entry
+    from embtie.comparison import labels
+
+    many = {"logit_scale": "learned", "logit_scale_init": 4, "logit_scale_lr": 10, "bias": True}
+    a = _strategy_entry("fixed", {**many, "target_dim": 512}).partition("=")[0]
+    b = _strategy_entry("fixed", {**many, "target_dim": 2048}).partition("=")[0]
+    assert len(a) == len(b) == labels.MAX_LABEL and a != b
+    for label in (a, b, _strategy_entry("fixed", {"bias": True}).partition("=")[0]):
+        labels.check_label(label, label)
+    assert _strategy_entry("fixed", {"bias": True}).startswith("fixed-bias.True=fixed:bias=True")
