@@ -26,7 +26,7 @@ def _run(argv: list[str]) -> int:
         ([*LADDER, "--ladder", "size=xs,tiny"], "is not a size"),
         ([*LADDER, "--ladder", "model.n_layer=1,2"], "unknown key"),
         ([*LADDER, "--ladder", "model.n_layers=1,two"], "rung two"),
-        ([*LADDER, "--ladder", "size=xs,s", "model.dim=64"], "steps; leave it out"),
+        ([*LADDER, "--ladder", "size=xs,s", "model.dim=64"], "size=xs,s steps for every arm; leave it out"),
         ([*LADDER, "--ladder", "size=xs,s", "train.max_steps=50"], "--tokens-per-param"),
         ([*LADDER, "--ladder", "size=xs,s", "--extrapolate", "s"], "a rung the ladder trains"),
         ([*LADDER, "--ladder", "size=xs,s", "--tokens-per-param", "0"], "--tokens-per-param"),

@@ -188,11 +188,18 @@ def out_dir(args: argparse.Namespace) -> str:
 
 
 def _strategy_entry(name: str, options: dict) -> str:
-    """``name``, or a labelled variant ``name-key.value=name:key=value`` when options are given."""
+    """``name``, or a labelled variant ``name-key.value=name:key=value`` when options are given (a label
+    longer than a label may be is cut and ends in a hash of the whole, ``comparison.labels``)."""
+    import hashlib
+
+    from embtie.comparison.labels import MAX_LABEL
+
     if not options:
         return name
-    label = "-".join([name, *(f"{k}.{v}" for k, v in options.items())])
-    return f"{re.sub(r'[^A-Za-z0-9_.+-]', '_', label)}={name}:" + ":".join(f"{k}={v}" for k, v in options.items())
+    label = re.sub(r"[^A-Za-z0-9_.+-]", "_", "-".join([name, *(f"{k}.{v}" for k, v in options.items())]))
+    if len(label) > MAX_LABEL:
+        label = f"{label[: MAX_LABEL - 9]}-{hashlib.sha256(label.encode('utf-8')).hexdigest()[:8]}"
+    return f"{label}={name}:" + ":".join(f"{k}={v}" for k, v in options.items())
 
 
 def run(args: argparse.Namespace) -> int:

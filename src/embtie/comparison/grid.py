@@ -11,12 +11,12 @@ Layout of an output folder DIR::
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from embtie.analysis import run_diagnostics
+from embtie.comparison import invariants, labels, metric_fit, optimizer_reach
 from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, Matching
 from embtie.config import RunConfig, load_config
 from embtie.decisions import Margin, SequentialDesign
@@ -243,8 +243,7 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
         if opts:
             raise ConfigError(f"give a label to a strategy with options: LABEL={item} (e.g. {head}-variant={item})")
         return head, head, {}
-    if not label or not re.fullmatch(r"[A-Za-z0-9_.+-]+", label):
-        raise ConfigError(f"bad strategy label {label!r} in {item!r}: use letters, digits, '-', '_', '.', '+'")
+    labels.check_label(label, item)
     options: dict[str, Any] = {}
     for o in opts:
         key, eq, value = o.partition("=")
@@ -255,7 +254,9 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
 
 
 def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
-    """Validated configs of every strategy x seed (a ConfigError names the first bad one); with ``folders``,
+    """Validated configs of every strategy x seed (a ConfigError names the first bad one: a config, a label
+    (``labels``), a variant setting what every arm shares or two arms alike (``invariants``), a metric the
+    task lacks (``metric_fit``), an optimizer reaching nothing (``optimizer_reach``)); with ``folders``,
     every run folder that exists already must hold its planned run (``check_reused``; ``embtie plan``, which
     trains nothing, passes False)."""
     from embtie import sharing
@@ -276,6 +277,10 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
             )
     if len(set(spec.strategies)) != len(spec.strategies):
         raise ConfigError(f"--strategies lists a strategy twice: {','.join(spec.strategies)}")
+    for label in spec.variants:
+        labels.check_label(label, spec.strategy_text(label))
+    labels.check_distinct(spec.strategies)
+    invariants.check_variants(spec.variants, spec.strategy_text)
     user_opts = [o for o in spec.overrides if o.split("=", 1)[0].startswith("sharing.")]
     if any(o.split("=", 1)[0] == "sharing.name" for o in user_opts):
         raise ConfigError("do not set sharing.name in a comparison; list strategies with --strategies a,b,c")
@@ -306,9 +311,23 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
             cfg = cfg.replace(spec.matching.overrides_of(label)) if spec.matching is not None else cfg  # --match
             level = analysis_level(spec.analysis, cfg)
             runs.append(PlannedRun(label, seed, run_dir(spec.out_dir, label, seed), cfg, level))
+    _check_arms(spec, runs)
     for r in runs if folders else []:
         check_reused(r, spec)
     return runs
+
+
+def _check_arms(spec: CompareSpec, runs: list[PlannedRun]) -> None:
+    """The arms against each other, the metrics and the optimizer (one config per arm: its first seed's)."""
+    if not runs:
+        return
+    arms: dict[str, RunConfig] = {}
+    for r in runs:
+        arms.setdefault(r.strategy, r.cfg)
+    invariants.check_distinct_arms(arms, spec.strategy_text, spec.matching)
+    names = {label: spec.variants.get(label, (label, {}))[0] for label in spec.strategies}
+    metric_fit.check_metrics(spec.metric, spec.margins, names, runs[0].cfg.task, spec.preset)
+    optimizer_reach.check_optimizer_reach(arms)
 
 
 PLACEMENT_KEYS = frozenset({"train.device", "train.threads"})

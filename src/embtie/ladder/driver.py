@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from embtie.comparison import CompareSpec
+from embtie import comparison
+from embtie.comparison import CompareSpec, invariants
 from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
-from embtie.ladder import budget, matching, spec
+from embtie.ladder import budget, matching, spec, values
 from embtie.ladder.budget import RungBudget, TaskCache
 from embtie.ladder.results import LadderResults, collect
 
@@ -48,8 +49,11 @@ def ladder_command(base: CompareSpec, ladder: spec.Ladder, match: str | None, to
 def plan_ladder(
     base: CompareSpec, ladder: spec.Ladder, match: str | None = None, tolerance: float = DEFAULT_MATCH_TOLERANCE
 ) -> LadderPlan:
-    """Every rung's comparison (a ConfigError of one line for a ladder that does not fit the preset)."""
+    """Every rung's comparison (a ConfigError of one line for a ladder that does not fit the preset), every
+    rung's runs validated (``comparison.plan``) before any trains."""
     spec.check_overrides(ladder, base.overrides)
+    ladder = values.normalized(ladder, base.preset, base.overrides)
+    invariants.check_variants(base.variants, base.strategy_text, spec.set_keys(ladder))
     cache = TaskCache()
     budgets = budget.budgets(base.preset, base.overrides, ladder, ladder.rungs(), cache)
     beyond = budget.budgets(base.preset, base.overrides, ladder, ladder.beyond(), cache)
@@ -63,6 +67,8 @@ def plan_ladder(
             made_by=command,
         )
         specs.append(matching.match(rung, match, tolerance, cache) if match is not None else rung)
+    for s in specs:
+        comparison.plan(s, folders=False)
     return LadderPlan(ladder, base, budgets, beyond, specs, command)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from embtie import comparison
-from embtie.comparison import CompareSpec
+from embtie.comparison import CompareSpec, invariants
 from embtie.comparison.arms import MATCH_MODES, ArmAdjustment, Matching
 from embtie.config import RunConfig
 from embtie.errors import ConfigError
@@ -64,6 +64,8 @@ def match(spec: CompareSpec, mode: str, tolerance: float, cache: TaskCache | Non
         raise ConfigError(f"--match {mode!r} is not one of {', '.join(MATCH_MODES)}")
     if not 0 < tolerance < 1:
         raise ConfigError(f"--match-tolerance {tolerance:g} must be a fraction in (0, 1), e.g. 0.05 for 5%")
+    depth = {k: f"--match {mode} sets for every arm" for k in DEPTH_KEYS.values()}
+    invariants.check_variants(spec.variants, spec.strategy_text, depth)
     cache = cache or TaskCache()
     first: dict[str, RunConfig] = {}
     for r in comparison.plan(replace(spec, matching=None, seeds=1, seed_counts={}), folders=False):

@@ -13,6 +13,7 @@ at small rungs the V x d tables (320 k at d = 32 for PTB's 10 k words) would als
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -39,7 +40,8 @@ EXAMPLE = "--ladder size=xs,s,m,l or --ladder model.n_layers=1,2,4,8"
 @dataclass(frozen=True)
 class Rung:
     value: str
-    """the ladder key's value at this rung, as given."""
+    """the ladder key's value at this rung: as given by ``parse``, its key's typed value written back once
+    ``ladder.values.normalized`` has read it."""
     overrides: tuple[str, ...]
     """the config overrides that make this rung."""
     folder: str
@@ -63,8 +65,7 @@ class Ladder:
             overrides = tuple(sizes.size(value).overrides())
         else:
             overrides = (f"{self.key}={value}",)
-        folder = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{self.key.rsplit('.', 1)[-1]}-{value}")
-        return Rung(value, overrides, folder)
+        return Rung(value, overrides, folder_name(f"{self.key.rsplit('.', 1)[-1]}-{value}"))
 
     def rungs(self) -> list[Rung]:
         return [self.rung(v) for v in self.values]
@@ -81,6 +82,21 @@ class Ladder:
         if self.extrapolate:
             parts += ["--extrapolate", ",".join(self.extrapolate)]
         return parts
+
+
+MAX_FOLDER = 64
+"""the longest rung folder name (a value can be a long path: ``model.hf=/data/configs/...json``)."""
+
+
+def folder_name(text: str) -> str:
+    """A rung's folder, ``KEY-VALUE`` as it is when it is a short safe name, else its safe characters cut to
+    fit, then the first 8 hex digits of its sha256: two values never share a folder (``a/b.json`` and
+    ``a_b.json``, or two long paths alike in their first 64 characters), and a rerun finds the same one."""
+    safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
+    if safe == text and len(text) <= MAX_FOLDER:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    return f"{safe[: MAX_FOLDER - 9]}-{digest}"
 
 
 def _values(flag: str, text: str) -> tuple[str, ...]:
@@ -120,14 +136,21 @@ def parse(text: str, tokens_per_param: float = DEFAULT_TOKENS_PER_PARAM, extrapo
     return ladder
 
 
+STEPS_REASON = "the ladder sets for every arm from the rung's body parameters (change --tokens-per-param)"
+
+
+def set_keys(ladder: Ladder) -> dict[str, str]:
+    """The config keys the ladder sets for every arm of a rung (its rung's keys, its token budget) -> a clause
+    saying so, for "KEY, which ..." messages."""
+    rung = ladder.rung(ladder.values[0])
+    stepped = {o.split("=", 1)[0]: f"--ladder {ladder.text()} steps for every arm" for o in rung.overrides}
+    return {**stepped, "train.max_steps": STEPS_REASON, "train.epochs": STEPS_REASON}
+
+
 def check_overrides(ladder: Ladder, overrides: list[str]) -> None:
     """The user's overrides must not set what the ladder steps or sets (the rung would silently lose)."""
-    stepped = {o.split("=", 1)[0] for o in ladder.rung(ladder.values[0]).overrides}
+    keys = set_keys(ladder)
     for o in overrides:
         key = o.split("=", 1)[0].strip()
-        if key in stepped:
-            raise ConfigError(f"{o!r} sets {key}, which --ladder {ladder.text()} steps; leave it out")
-        if key in ("train.max_steps", "train.epochs"):
-            raise ConfigError(
-                f"{o!r}: a ladder sets every rung's steps from its body (--tokens-per-param); leave it out"
-            )
+        if key in keys:
+            raise ConfigError(f"{o!r} sets {key}, which {keys[key]}; leave it out")

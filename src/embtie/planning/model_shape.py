@@ -72,7 +72,7 @@ FALLBACK_ELEMENTS = 2**28
 in float32): ``embtie plan`` must not allocate what it plans for."""
 
 
-def _build_on_meta(cfg: RunConfig, task: Task) -> nn.Module:
+def build_on_meta(cfg: RunConfig, task: Task) -> nn.Module:
     try:
         with torch.device("meta"):
             return build_model(cfg, task.output_vocab_size(), task.model_arguments)
@@ -138,7 +138,7 @@ def _attention(model: nn.Module, config: ModelConfig) -> tuple[int, int, tuple[i
 
 def measure(cfg: RunConfig, task: Task) -> ModelShape:
     """The shape of the model ``cfg`` trains on ``task`` (whose vocabulary sets V)."""
-    model = _build_on_meta(cfg, task)
+    model = build_on_meta(cfg, task)
     strategy = strategy_of(model)
     counts = count_parameters(model, strategy)
     attention_layers, attention_dim, windows = _attention(model, cfg.model)

@@ -152,9 +152,34 @@ def _split(model: nn.Module, separate_head: bool, muon: bool) -> tuple[dict[str,
     return groups, mults
 
 
+def muon_reach(model: nn.Module) -> tuple[int, int]:
+    """(tensors, elements) of ``model`` that ``train.optimizer=muon`` gives Muon: the ``muon`` group."""
+    groups, _ = _split(model, separate_head=False, muon=True)
+    return len(groups["muon"]), sum(p.numel() for p in groups["muon"])
+
+
+def check_reach(model: nn.Module, cfg: TrainConfig, what: str = "this model") -> None:
+    """``train.optimizer=muon`` must reach a parameter: a model without ``nn.Linear`` layers in its body (a
+    Hugging Face GPT-2 builds its blocks of transformers' Conv1D) would give every parameter AdamW, the very
+    run ``train.optimizer=adamw`` makes, under another name (a one-line ConfigError with the count)."""
+    if cfg.optimizer != "muon":
+        return
+    tensors, _ = muon_reach(model)
+    if tensors == 0:
+        raise ConfigError(
+            f"train.optimizer=muon reaches 0 parameters of {what}: Muon updates the weights of nn.Linear layers "
+            f"outside the vocabulary tables, and {type(model).__name__} has none (a Hugging Face GPT-2's blocks are "
+            "Conv1D, an LSTM's cells hold their own matrices), so every parameter would get AdamW: the same run "
+            "as train.optimizer=adamw; use adamw, or a model with nn.Linear layers (model.name=gpt, "
+            "model.hf=llama-tiny)"
+        )
+
+
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     """The run's optimizer over ``param_groups``: SGD, AdamW, or Muon for the ``muon`` group with AdamW for
-    the others (one ``MuonAdamW``, whose state and groups checkpoints hold as one optimizer's)."""
+    the others (one ``MuonAdamW``, whose state and groups checkpoints hold as one optimizer's); muon that
+    reaches no parameter is refused (``check_reach``)."""
+    check_reach(model, cfg)
     groups = param_groups(model, cfg)
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
