@@ -87,6 +87,18 @@ def test_a_changed_validation_file_is_refused_by_eval_and_analyze_quantize_alike
     assert table.provenance is not None and table.provenance.inputs == inputs.digests(run)
 
 
+def test_training_on_with_a_changed_training_file_is_refused(own_text, request, capsys):
+    run, files = own_text
+    argv = ["train", "ptb-gpt-tiny", *TINY, *(f"data.{s}_file={p}" for s, p in files.items()), "--out", str(run)]
+    assert cli.main(argv) == 0  # finished: its summary, nothing trained
+    request.addfinalizer(_restore_after(files["train"]))
+    _replace(files["train"])
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "data.train_file" in err[0] and "into a new --out" in err[0], err
+
+
 def test_a_run_of_older_code_loads_with_a_note(own_text_run, tmp_path, capsys):
     import shutil
 

@@ -51,5 +51,5 @@ def prepare(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
         inputs.check(out)
     elif rt.is_main:
         out.mkdir(parents=True, exist_ok=True)
+        inputs.record(cfg.to_dict(), out)  # first: a run folder holds a config.yaml only with its record
         checkpoints.write_atomic(path, cfg.to_yaml())
-        inputs.record(cfg.to_dict(), out)
