@@ -158,3 +158,18 @@ def test_a_model_config_json_is_copied_and_the_copy_is_loaded(tmp_path, capsys):
     assert cli.main(["eval", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the run's copy" in err[0] and "model.hf" in err[0], err
+
+
+def test_a_pretrained_folder_is_checked_by_its_config_json_and_a_packaged_name_is_not_recorded(tmp_path):
+    folder = tmp_path / "pretrained"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(GPT2), encoding="utf-8")
+    run = tmp_path / "run"
+    run.mkdir()
+    (recorded,) = inputs.record({"model": {"name": "hf", "hf": str(folder)}, "data": {"dataset": "ptb"}}, run)
+    assert (recorded.key, recorded.path, recorded.copy) == ("model.hf", str(folder / "config.json"), None)
+    assert not (run / inputs.MODEL_CONFIG_COPY).exists() and inputs.changes(run) == []
+    (folder / "config.json").write_text(json.dumps({**GPT2, "n_head": 4}), encoding="utf-8")
+    (changed,) = inputs.changes(run)
+    assert changed.startswith(f"model.hf {folder / 'config.json'} changed since the run started")
+    assert inputs.record({"model": {"name": "hf", "hf": "gpt2-tiny"}, "data": {}}, tmp_path / "run") == []
