@@ -135,10 +135,7 @@ def check(run_dir: Path) -> None:
     """A ConfigError naming the first input that changed since the run started, and the fix."""
     found = changes(run_dir)
     if found:
-        raise ConfigError(
-            f"{run_dir}: {found[0]}; restore that file, or train a run on the new one into a new --out "
-            "(results of this run are not computed from other inputs than it was trained on)"
-        )
+        raise ConfigError(f"{run_dir}: {found[0]}; restore that file, or train a run on the new one into a new --out")
 
 
 def digests(run_dir: Path) -> dict[str, str]:
