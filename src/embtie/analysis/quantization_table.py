@@ -4,7 +4,8 @@ language model) with the input table, the output matrix, or both fake-quantized 
 
 ``RUN_DIR/analysis/quantization.json`` holds the table (a ``QuantizationTable``, with the checkpoint it
 came from) and ``quantization.md`` the same as Markdown. ``measure`` evaluates only the cells the file
-lacks, and all of them again when the run has a newer checkpoint: ``embtie analyze --quantize`` and the
+lacks, and all of them again when the run has a newer checkpoint or its validation text is not the one the
+table records (``embtie.rundir.provenance``; a changed file is refused): ``embtie analyze --quantize`` and the
 ``ppl-int8``/``ppl-int4`` metrics of ``embtie compare`` share the file.
 """
 
@@ -82,7 +83,7 @@ def read(run_dir: Path) -> QuantizationTable | None:
     except (OSError, ValueError, DataError):  # missing, not JSON, or not a table: measured again
         return None
     prov = None if table is None else table.provenance
-    if prov is None or provenance.stale_reason(Path(run_dir), prov.checkpoint, prov.model_sha256) is not None:
+    if prov is None or provenance.stale_reason(run_dir, prov.checkpoint, prov.model_sha256, prov.inputs or {}):
         return None
     return table
 

@@ -210,11 +210,14 @@ class ValidationSummary(Record):
 @dataclass(kw_only=True)
 class Provenance(Record):
     """What a derived file was computed from: the checkpoint (folder name, step, sha256 of its
-    model.safetensors) and the command that computed it."""
+    model.safetensors), the content of the run's input files, and the command that computed it."""
 
     checkpoint: str
     step: int | None
     model_sha256: str
+    inputs: dict[str, str] | None = optional()  # noqa: RUF009 (a field whose default is None)
+    """{config key: sha256} of the files the run read beyond its folder (``embtie.rundir.inputs``); None in
+    files of older code or of runs that read none."""
     command: str
 
 

@@ -265,7 +265,7 @@ def stale_reason(run_dir: Path, diag: RunDiagnostics) -> str | None:
     p = diag.provenance
     if p is None:
         return provenance.legacy_stale_reason(Path(run_dir), Path(run_dir) / ANALYSIS_DIR / "diagnostics.json")
-    return provenance.stale_reason(Path(run_dir), p.checkpoint, p.model_sha256)
+    return provenance.stale_reason(Path(run_dir), p.checkpoint, p.model_sha256, p.inputs or {})
 
 
 def current(run_dir: Path) -> tuple[RunDiagnostics, RunArrays] | None:

@@ -85,12 +85,13 @@ def read_run_config(run_dir: str | Path):
     """The config of a run directory, read before anything heavier: a damaged config.yaml is a one-line
     ConfigError naming the file (a missing one: "not a run directory", from ``embtie.rundir.loading.read_config``)."""
     from embtie.config import config_from_dict, read_yaml_mapping
+    from embtie.rundir import inputs
     from embtie.rundir.loading import read_config
 
     path = Path(run_dir) / "config.yaml"
     if not path.is_file():
         return read_config(run_dir)
-    raw = read_yaml_mapping(path, "run config")
+    raw = inputs.loaded_config(read_yaml_mapping(path, "run config"), Path(run_dir))
     try:
         return config_from_dict(raw)
     except ConfigError as e:

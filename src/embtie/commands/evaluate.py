@@ -212,7 +212,8 @@ def _note_stale(run_dir: Path, entries: dict) -> None:
         prov = res.get("provenance") if isinstance(res, dict) and "@" not in key else None
         if not isinstance(prov, dict) or not isinstance(ckpt := prov.get("checkpoint"), str):
             continue  # a result of older code, or of a named checkpoint
-        if stale_reason(run_dir, ckpt, str(prov.get("model_sha256"))) is not None:
+        recorded = prov.get("inputs")
+        if stale_reason(run_dir, ckpt, str(prov.get("model_sha256")), recorded if isinstance(recorded, dict) else {}):
             stale.append(f"{key} (from {ckpt})")
     if stale:
         print(

@@ -129,9 +129,16 @@ class Shape:
     Gemma 2/3's and windowed Qwen2's "sliding_attention" layers) or None (full causal); () when all are full."""
 
 
-@lru_cache(maxsize=32)
 def shape_of(spec: str) -> Shape:
-    """The width, context length and kind of the model ``spec`` names (cached: configs read it often)."""
+    """The width, context length and kind of the model ``spec`` names (cached while its config file keeps
+    its size and modification time: configs read it often, and an edited file is read again)."""
+    st = resolve_model_config(spec).stat()
+    return _shape_of(spec, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=32)
+def _shape_of(spec: str, size: int, mtime_ns: int) -> Shape:
+    """``shape_of`` for the config file's (``size``, ``mtime_ns``): the cache key, never read here."""
     raw = read_model_config(spec)
     config = model_config(raw, int(raw.get("vocab_size", 8)))
     text = config.get_text_config()

@@ -22,7 +22,7 @@ from torch import nn
 from embtie import tasks
 from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
 from embtie.errors import ConfigError
-from embtie.rundir import checkpoints, provenance
+from embtie.rundir import checkpoints, inputs, provenance
 from embtie.tasks.base import Task
 
 
@@ -44,12 +44,13 @@ class Run:
 
 
 def read_config(run_dir: str | Path) -> RunConfig:
-    """The config of a run directory (its config.yaml), validated."""
+    """The config of a run directory (its config.yaml), validated; a ``model.hf`` config JSON is the run's
+    copy of it (``embtie.rundir.inputs``)."""
     d = Path(run_dir)
     cfg_path = d / "config.yaml"
     if not cfg_path.is_file():
         raise ConfigError(f"{d} is not a run directory (no config.yaml); give the --out folder of `embtie train`")
-    return config_from_dict(read_yaml_mapping(cfg_path, "run config"))
+    return config_from_dict(inputs.loaded_config(read_yaml_mapping(cfg_path, "run config"), d))
 
 
 LOAD_ATTEMPTS = 3
@@ -61,9 +62,11 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu", checkpoint
     weights of ``checkpoint`` (default: the newest complete checkpoint; tied tensors stay one tensor), in
     eval mode on ``device``. The run may be training meanwhile: a checkpoint it removes while this reads is
     replaced by the then newest. Weights that do not fit the model or are not finite are a one-line
-    CheckpointError (``embtie.rundir.checkpoints.load_weights``)."""
+    CheckpointError (``embtie.rundir.checkpoints.load_weights``). An input file recorded when the run started
+    (``embtie.rundir.inputs``) whose content changed since is a one-line ConfigError."""
     d = Path(run_dir)
     cfg = read_config(d)
+    inputs.check(d)  # a file the run read beyond its folder (data, a model folder's config) changed: refused
     task: Task | None = None
     for attempt in range(LOAD_ATTEMPTS):
         ckpt = checkpoint if checkpoint is not None else checkpoints.readable(d, ("model.safetensors",), "loading")

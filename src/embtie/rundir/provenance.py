@@ -5,33 +5,21 @@ Files computed from a run's weights (``RUN_DIR/analysis/diagnostics.json``, the 
 its ``model.safetensors``, with the command that computed them. A result is stale when the run has a
 newer checkpoint than the one it records, or when that checkpoint's weights changed; a result of older
 code records nothing and is stale when the run's newest weights are newer than the file itself.
+
+A result also records the content of the files the run read beyond its folder (``inputs``: the sha256 of
+each, from the run record, ``embtie.rundir.inputs``): it is stale when one of them changed since the run
+started, or when the digests it records are not the run's — never keyed by a path.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embtie.rundir import checkpoints
-
-_HASHES: dict[tuple[str, int, int], str] = {}
-"""sha256 of weight files already hashed, by (path, size, modification time)."""
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file (remembered while its size and modification time stay the same)."""
-    st = Path(path).stat()
-    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _HASHES:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        _HASHES[key] = h.hexdigest()
-    return _HASHES[key]
+from embtie.rundir import checkpoints, inputs
+from embtie.rundir.digest import file_sha256
 
 
 def checkpoint_step(ckpt: Path) -> int | None:
@@ -57,15 +45,22 @@ class Source:
     checkpoint: str
     step: int | None
     model_sha256: str
+    inputs: tuple[tuple[str, str], ...] = ()
+    """(config key, sha256) of the run's recorded input files (``embtie.rundir.inputs``)."""
 
     @classmethod
     def of(cls, ckpt: Path, digest: str | None = None) -> Source:
-        """The source record of checkpoint folder ``ckpt`` (``digest``: its model.safetensors' sha256, when known)."""
+        """The source record of checkpoint folder ``ckpt`` (``digest``: its model.safetensors' sha256, when known)
+        and of the inputs its run recorded (its run folder: ``ckpt``'s grandparent)."""
         sha = digest if digest is not None else file_sha256(Path(ckpt) / "model.safetensors")
-        return cls(checkpoint=Path(ckpt).name, step=checkpoint_step(ckpt), model_sha256=sha)
+        recorded = tuple(sorted(inputs.digests(Path(ckpt).parent.parent).items()))
+        return cls(checkpoint=Path(ckpt).name, step=checkpoint_step(ckpt), model_sha256=sha, inputs=recorded)
 
     def to_json(self, command: str) -> dict[str, Any]:
-        return {"checkpoint": self.checkpoint, "step": self.step, "model_sha256": self.model_sha256, "command": command}
+        out: dict[str, Any] = {"checkpoint": self.checkpoint, "step": self.step, "model_sha256": self.model_sha256}
+        if self.inputs:
+            out["inputs"] = dict(self.inputs)
+        return {**out, "command": command}
 
 
 def newest_checkpoint(run_dir: Path) -> Path | None:
@@ -74,9 +69,18 @@ def newest_checkpoint(run_dir: Path) -> Path | None:
     return found[0] if found else None
 
 
-def stale_reason(run_dir: Path, checkpoint: str, model_sha256: str) -> str | None:
+def stale_reason(
+    run_dir: Path, checkpoint: str, model_sha256: str, recorded_inputs: dict[str, str] | None = None
+) -> str | None:
     """Why a result of ``run_dir`` computed from ``checkpoint`` (whose weights hashed to ``model_sha256``)
-    is out of date — the run has a newer checkpoint, or those weights changed — or None (current)."""
+    is out of date — an input file of the run changed since it started, the result records other input
+    digests (``recorded_inputs``, when given) than the run's, the run has a newer checkpoint, or those
+    weights changed — or None (current)."""
+    changed = inputs.changes(Path(run_dir))
+    if changed:
+        return changed[0]
+    if recorded_inputs is not None and recorded_inputs != inputs.digests(Path(run_dir)):
+        return "it was computed from other input files than the run records"
     newest = newest_checkpoint(run_dir)
     if newest is None:
         return None  # nothing to compare with (the checkpoints were deleted): the result is all there is

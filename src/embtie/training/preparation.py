@@ -1,5 +1,6 @@
-"""Preparing a run directory for training: its config.yaml is written once, and a later call on the
-same directory (a resume) must bring the same config."""
+"""Preparing a run directory for training: its config.yaml and its run record (run.json: the content of
+every file the config names outside the run, ``embtie.rundir.inputs``) are written once, and a later call
+on the same directory (a resume) must bring the same config and the same file contents."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from embtie import files, runtime
 from embtie.config import RunConfig, config_from_dict, read_yaml_mapping
 from embtie.errors import ConfigError
+from embtie.rundir import inputs
 
 RESUME_IGNORED = {"train.progress"}
 """config keys that may differ between the first call and a resuming call on the same run directory."""
@@ -36,8 +38,8 @@ def config_diff(a: dict, b: dict) -> list[str]:
 
 
 def prepare(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
-    """Write ``out/config.yaml`` (rank 0), or check that the one there is ``cfg`` (a ConfigError naming
-    the first difference otherwise)."""
+    """Write ``out/config.yaml`` and ``out/run.json`` (rank 0), or check that the config there is ``cfg``
+    and that the files it recorded are unchanged (a ConfigError naming the first difference otherwise)."""
     path = out / "config.yaml"
     if path.is_file():
         old = config_from_dict(read_yaml_mapping(path, "run config"))
@@ -46,6 +48,8 @@ def prepare(cfg: RunConfig, out: Path, rt: runtime.Runtime) -> None:
             raise ConfigError(
                 f"{out} holds a run with another config ({diff[0]}); resume with the same config, or pass a new --out"
             )
+        inputs.check(out)
     elif rt.is_main:
         out.mkdir(parents=True, exist_ok=True)
+        inputs.record(cfg.to_dict(), out)  # first: a run folder holds a config.yaml only with its record
         files.write_atomic(path, cfg.to_yaml())
