@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from embtie import tasks
 from embtie.config import RunConfig
-from embtie.planning.model_shape import build_on_meta
 from embtie.tasks import Task
+from embtie.tasks.meta_model import build_on_meta
 from embtie.training.optim import check_reach
 
 

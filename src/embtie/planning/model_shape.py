@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
-from embtie import models, seeding, sharing
 from embtie.analysis.param_counts import count_parameters
 from embtie.config import RunConfig
-from embtie.errors import ConfigError
 from embtie.models import gpt, transformer_mt
 from embtie.models.base import ModelConfig
 from embtie.models.seq2seq import PlainEmbedding
 from embtie.sharing.base import SharingStrategy, strategy_of
 from embtie.tasks import Task
-from embtie.tasks.model_building import build_model
+from embtie.tasks.meta_model import build_on_meta
 
 DOT_PRODUCT_ATTENTION = (gpt.Attention, transformer_mt.Attention)
 """the modules whose cost grows with the context length (scaled dot-product attention)."""
@@ -67,40 +64,6 @@ class ModelShape:
         return self.learned + self.fixed - self.lookup
 
 
-FALLBACK_ELEMENTS = 2**28
-"""the largest V x d table a strategy that cannot be built on the meta device is built with in memory (1 GiB
-in float32): ``embtie plan`` must not allocate what it plans for."""
-
-
-def build_on_meta(cfg: RunConfig, task: Task) -> nn.Module:
-    try:
-        with torch.device("meta"):
-            return build_model(cfg, task.output_vocab_size(), task.model_arguments)
-    except (RuntimeError, NotImplementedError) as e:  # a strategy that reads its own tensors while it is built
-        if "overflow" in str(e):  # a tensor with more elements than an int64 counts
-            raise ConfigError(
-                f"this model (width {cfg.model.embedding_dim:,}) has a tensor too large for any machine ({e}); "
-                "plan a smaller one"
-            ) from None
-    elements = task.output_vocab_size() * cfg.model.embedding_dim
-    if elements > FALLBACK_ELEMENTS:
-        raise ConfigError(
-            f"strategy {cfg.sharing.name!r} builds its {task.output_vocab_size():,} x {cfg.model.embedding_dim:,} "
-            f"table in memory ({elements * 4 / 2**30:.0f} GiB), and plan allocates nothing that large; plan it at "
-            "a smaller width or vocabulary, or with another strategy"
-        )
-    model_class = models.model_class(cfg.model.name)
-
-    def build_sharing() -> SharingStrategy:
-        return sharing.build(
-            cfg.sharing.name, vocab_size=task.output_vocab_size(), dim=cfg.model.embedding_dim, **cfg.sharing.options
-        )
-
-    def build_body(shared: SharingStrategy) -> nn.Module:
-        with torch.device("meta"):
-            return model_class(cfg.model, shared, **task.model_arguments(shared))
-
-    return seeding.build_with_streams(cfg.seed, build_sharing, build_body)
 
 
 def _lookup_elements(model: nn.Module, strategy: SharingStrategy) -> int:
