@@ -72,6 +72,19 @@ def test_a_replaced_test_file_is_not_answered_by_the_old_test_json(own_text, req
     assert first["provenance"]["inputs"] == inputs.digests(run)  # the result names the content it came from
 
 
+def test_a_test_file_given_to_compare_is_keyed_by_content_not_path(own_text, tmp_path):
+    """``compare --test --test-file PATH``: a file replaced at the same path is evaluated again."""
+    run, files = own_text
+    other = tmp_path / "held-out.txt"
+    other.write_bytes(files["test"].read_bytes())
+    first = held_out.evaluate(run, str(other))
+    assert held_out.stored(run, str(other)) == first
+    _replace(other)
+    assert held_out.stored(run, str(other)) is None  # before: the old result, for the old text
+    again = held_out.evaluate(run, str(other))
+    assert again["test_file_sha256"] != first["test_file_sha256"] and held_out.stored(run, str(other)) == again
+
+
 def test_a_changed_validation_file_is_refused_by_eval_and_analyze_quantize_alike(own_text, request, capsys):
     run, files = own_text
     table = quantization_table.measure(run, ["int8"], ["both"], baseline=False)

@@ -3,7 +3,8 @@ test verdicts reported beside the validation ones.
 
 The result of a run is ``RUN_DIR/test.json``: the evaluation's numbers (loss, perplexity, bits per byte
 for a language model), the test text it read and the checkpoint it came from (provenance). It is
-computed once and again only when the run has a newer checkpoint or another test text is asked for.
+computed once and again only when the run has a newer checkpoint or another test text is asked for; a
+``--test-file`` is keyed by its content (sha256), so a file replaced at the same path is evaluated again.
 Nothing here is read while a comparison trains or decides: a sequential design stops on validation
 alone (``embtie.comparison.rounds``), and the test numbers only enter the rows of the report.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from embtie.comparison.grid import PlannedRun
 from embtie.files import write_atomic
 from embtie.rundir import provenance
+from embtie.rundir.digest import file_sha256
 
 TEST_FILE = "test.json"
 
@@ -33,6 +35,8 @@ def stored(run_dir: Path, test_file: str | None = None) -> dict[str, Any] | None
         return None
     if not isinstance(res, dict) or res.get("test_file") != test_file:
         return None
+    if test_file is not None and res.get("test_file_sha256") != _digest(test_file):
+        return None  # the file at that path is not the text the result was computed on
     prov = res.get("provenance")
     if not isinstance(prov, dict) or not isinstance(prov.get("checkpoint"), str):
         return None
@@ -48,9 +52,18 @@ def evaluate(run_dir: Path, test_file: str | None = None, command: str = "embtie
     run = load_run(run_dir)
     res = dict(run.task.evaluate(run.model, "test", test_file))
     res["test_file"] = test_file
+    res["test_file_sha256"] = None if test_file is None else _digest(test_file)
     res["provenance"] = run.source().to_json(command)
     write_atomic(Path(run_dir) / TEST_FILE, json.dumps(res, indent=1))
     return res
+
+
+def _digest(test_file: str) -> str | None:
+    """The test file's sha256, or None where it cannot be read (evaluating it then names the problem)."""
+    try:
+        return file_sha256(Path(test_file))
+    except OSError:
+        return None
 
 
 def evaluate_all(runs: Sequence[PlannedRun], test_file: str | None = None, progress: bool = True) -> int:
