@@ -457,7 +457,7 @@ def test_no_silent_reinterpretation(c, tmp_path, monkeypatch, request, capfd):
 
 
 def test_a_validation_file_equal_to_the_training_file_is_warned_about(tmp_path, capfd):
-    from embtie.commands.common import warn_held_out_copies
+    from embtie.rundir.folders import warn_held_out_copies
     from embtie.tasks.lm.config import LMDataConfig
 
     text = tmp_path / "train.txt"
