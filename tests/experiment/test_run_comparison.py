@@ -67,6 +67,9 @@ def test_all_means_every_registered_strategy():
     ("request_", "said"),
     [
         (ComparisonRequest("ptb-gpt-tiny", max_seeds=6), "--max-seeds 6 is an option of --until-decided"),
+        (ComparisonRequest("ptb-gpt-tiny", seeds=0), r"--seeds 0 must be >= 1"),
+        (ComparisonRequest("ptb-gpt-tiny", seeds=5000), "--seeds 5000 is too large: give at most 1,000"),
+        (ComparisonRequest("ptb-gpt-tiny", match="params", match_tolerance=1.5), r"--match-tolerance 1.5 must be in"),
         (ComparisonRequest("ptb-gpt-tiny", ["seed=3"]), "'seed=3' has no effect in a comparison"),
         (ComparisonRequest("ptb-gpt-tiny", baseline="untied", strategies="tied,l2norm"), "--baseline 'untied' is not"),
         (ComparisonRequest("ptb-gpt-tiny", dry_run=True, report_only=True), "--dry-run trains nothing"),

@@ -21,10 +21,6 @@ from typing import Any
 from embtie.errors import ConfigError, EmbtieError
 from embtie.schema import Setting, check, parse_number, shown
 
-MAX_SEEDS = 1000
-"""the most seeds per strategy a command takes (``--seeds``, ``--max-seeds``): paired verdicts decide with
-a handful, and a thousand runs per strategy is already more than any grid embtie plans."""
-
 
 def number_arg(
     tp: type[int] | type[float], flag: str, most: float | None = None, **limits: Any

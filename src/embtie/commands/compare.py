@@ -4,7 +4,8 @@ options become an ``embtie.experiment.ComparisonRequest``, run by ``run_comparis
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from embtie.comparison.launchers import Launcher
@@ -30,7 +31,7 @@ EXAMPLES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison, metrics
-    from embtie.commands.common import MAX_SEEDS, number_arg, path_arg
+    from embtie.commands.common import path_arg
     from embtie.decisions.sequential import SequentialDesign
 
     parser.add_argument(
@@ -50,14 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seeds",
-        type=number_arg(int, "--seeds", ge=1, most=MAX_SEEDS),
+        type=_number("seeds"),
         default=None,
         help=f"seeds per strategy (default {comparison.DEFAULT_SEEDS}; the default job: "
         f"{comparison.DEFAULT_JOB_SEEDS})",
     )
     parser.add_argument(
         "--first-seed",
-        type=number_arg(int, "--first-seed", ge=0),
+        type=_number("first_seed"),
         default=0,
         help="seeds are FIRST, FIRST+1, ... (default 0); another base seed checks that the verdicts are stable",
     )
@@ -66,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=number_arg(int, "--jobs", ge=1, most=1024),
+        type=_number("jobs"),
         default=None,
         help="train this many runs at once, each in its own process (e.g. one per CPU core with "
         "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
@@ -87,13 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-seeds",
-        type=number_arg(int, "--max-seeds", ge=2, most=MAX_SEEDS),
+        type=_number("max_seeds"),
         default=None,
         help=f"the last look of --until-decided, at least --seeds (default {SequentialDesign.max_seeds})",
     )
     parser.add_argument(
         "--seeds-per-round",
-        type=number_arg(int, "--seeds-per-round", ge=1, most=MAX_SEEDS),
+        type=_number("seeds_per_round"),
         default=None,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
@@ -104,6 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
     )
+
+
+def _number(field: str) -> Callable[[str], Any]:
+    """The argparse type of a number option: its limits are ``embtie.experiment.request.NUMBERS``'s."""
+    from embtie.commands.common import number_arg
+    from embtie.experiment.request import NUMBERS
+
+    flag, tp, limits = NUMBERS[field]
+    return number_arg(tp, flag, **limits)
 
 
 def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
@@ -149,7 +159,6 @@ def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
 
 def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     """--ladder and its options, --match (docs/ladders.md)."""
-    from embtie.commands.common import number_arg
     from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, MATCH_MODES
     from embtie.ladder import sizes
     from embtie.ladder.spec import DEFAULT_TOKENS_PER_PARAM
@@ -165,7 +174,7 @@ def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--tokens-per-param",
-        type=number_arg(float, "--tokens-per-param", gt=0, most=1e6),
+        type=_number("tokens_per_param"),
         default=None,
         metavar="R",
         help=f"(ladder) every arm of a rung trains on R x the rung's body (non-embedding) parameters tokens "
@@ -187,7 +196,7 @@ def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--match-tolerance",
-        type=number_arg(float, "--match-tolerance", gt=0, lt=1),
+        type=_number("match_tolerance"),
         default=None,
         metavar="FRACTION",
         help=f"(match) the largest relative gap to the target an arm may keep (default {DEFAULT_MATCH_TOLERANCE:g})",

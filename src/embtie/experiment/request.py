@@ -17,6 +17,23 @@ if TYPE_CHECKING:
     from embtie.decisions import SequentialDesign
 
 
+MAX_SEEDS = 1000
+"""the most seeds per strategy a comparison takes (``seeds``, ``max_seeds``): paired verdicts decide with
+a handful, and a thousand runs per strategy is already more than any grid embtie plans."""
+
+NUMBERS: dict[str, tuple[str, type[int] | type[float], dict[str, float]]] = {
+    "seeds": ("--seeds", int, {"ge": 1, "most": MAX_SEEDS}),
+    "first_seed": ("--first-seed", int, {"ge": 0}),
+    "jobs": ("--jobs", int, {"ge": 1, "most": 1024}),
+    "max_seeds": ("--max-seeds", int, {"ge": 2, "most": MAX_SEEDS}),
+    "seeds_per_round": ("--seeds-per-round", int, {"ge": 1, "most": MAX_SEEDS}),
+    "tokens_per_param": ("--tokens-per-param", float, {"gt": 0, "most": 1e6}),
+    "match_tolerance": ("--match-tolerance", float, {"gt": 0, "lt": 1}),
+}
+"""field -> (the option of embtie compare, its type, its limits: ``embtie.schema.Setting`` fields and
+``most``, the largest value honoured); the command's argparse types and ``to_spec`` both check these."""
+
+
 @dataclass
 class ComparisonRequest:
     """A comparison of sharing strategies over paired seeds, as ``embtie compare`` takes it (each field is the
@@ -75,6 +92,7 @@ class ComparisonRequest:
         from embtie.decisions import parse_margins
         from embtie.metrics import DEFAULT_MARGINS
 
+        self._check_numbers()
         self._check_no_idle_options()
         if self.dry_run and self.report_only:
             raise ConfigError("--dry-run trains nothing and --report-only draws the report; give one of them")
@@ -140,6 +158,19 @@ class ComparisonRequest:
         first, max_seeds = cheap.cap(first, cheap.SEQUENTIAL_SEEDS), cheap.cap(max_seeds, cheap.SEQUENTIAL_SEEDS)
         step = self.seeds_per_round if self.seeds_per_round is not None else SequentialDesign.step
         return SequentialDesign(first=first, step=step, max_seeds=max_seeds)
+
+    def _check_numbers(self) -> None:
+        """Every number within its ``NUMBERS`` limits (one line naming the option, as the command says it)."""
+        from embtie.schema import Setting, check
+
+        for name, (flag, tp, limits) in NUMBERS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            most = limits.get("most")
+            if most is not None and isinstance(value, int | float) and value > most:
+                raise ConfigError(f"{flag} {value} is too large: give at most {most:,}")
+            check(value, tp, flag, Setting(gt=limits.get("gt"), ge=limits.get("ge"), lt=limits.get("lt")))
 
     def _check_no_idle_options(self) -> None:
         """Options that would do nothing in the mode asked for are refused, with the reason: the ladder's and
