@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from embtie import cheap, cli
-from embtie.commands.compare import _spec
+from embtie.commands.compare import request_of
 from embtie.config import load_config
 
 
@@ -31,7 +31,7 @@ def test_every_run_config_becomes_a_smoke_test_whatever_the_overrides(monkeypatc
 def test_compare_trains_one_seed(monkeypatch, argv, seeds):
     monkeypatch.setenv(cheap.CHEAP_ENV, "1")
     args = cli.build_parser().parse_args(["compare", "ptb-gpt-tiny", *argv])
-    assert _spec(args)[0].seeds == seeds
+    assert request_of(args).to_spec().seeds == seeds
 
 
 def test_until_decided_stops_at_two_seeds(monkeypatch):
@@ -39,7 +39,7 @@ def test_until_decided_stops_at_two_seeds(monkeypatch):
     args = cli.build_parser().parse_args(
         ["compare", "ptb-gpt-tiny", "--until-decided", "--seeds", "4", "--max-seeds", "10"]
     )
-    design = _spec(args)[0].design
+    design = request_of(args).to_spec().design
     assert design is not None and (design.first, design.max_seeds) == (2, 2)
 
 

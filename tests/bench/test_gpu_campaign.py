@@ -127,7 +127,7 @@ def test_the_gpu_commands_name_real_sections_and_valid_configs(tmp_path):
         cmd = gpu_campaign.STEPS[name].commands(["python3"], False, tmp_path)[0]
         args, extra = cli.build_parser().parse_known_args(cmd[cmd.index("compare") :])
         args.args.extend(extra)  # as embtie's main does with overrides after options
-        spec, _ = compare._spec(args)
+        spec = compare.request_of(args).to_spec()
         runs = comparison.plan(spec)
         assert {r.seed for r in runs} == set(range(gpu_campaign.SLICE.seeds))
         assert all(r.cfg.train.device == "cuda" and r.cfg.train.epochs == 5 for r in runs)

@@ -377,18 +377,20 @@ def test_hf_training_stops_on_the_first_non_finite_step():
     pytest.importorskip("transformers")
     from types import SimpleNamespace
 
-    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-    from embtie.hf.trainer_comparison import _finite_callback
+    import embtie.hf
+    from embtie.hf.callback import FiniteCallback
     from embtie.training.nonfinite import NonFiniteError
 
-    shared = SimpleNamespace(weight=torch.ones(4, 2))
-    callback = _finite_callback(transformers, shared, "tied", 1e3)
-    state = SimpleNamespace(global_step=7)
-    callback.on_step_end(None, state, None)  # finite: nothing happens
-    shared.weight[1, 0] = float("nan")
-    with pytest.raises(NonFiniteError, match=r"not finite after step 7.*lower --lr \(now 1000\)"):
-        callback.on_step_end(None, state, None)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=20, n_embd=8, n_layer=1, n_head=2, n_positions=8))
+    embtie.hf.apply(model, "tied")
+    callback, args, state = FiniteCallback(), SimpleNamespace(learning_rate=1e3), SimpleNamespace(global_step=7)
+    callback.on_step_end(args, state, None, model=model)  # finite: nothing happens
+    with torch.no_grad():
+        embtie.hf.sharing_of(model).weight[1, 0] = float("nan")
+    with pytest.raises(NonFiniteError, match=r"strategy tied: .*not finite after step 7.*learning rate \(now 1000\)"):
+        callback.on_step_end(args, state, None, model=model)
 
 
 # ---------------------------------------------------------------------------- no silent reinterpretation
@@ -458,7 +460,7 @@ def test_no_silent_reinterpretation(c, tmp_path, monkeypatch, request, capfd):
 
 
 def test_a_validation_file_equal_to_the_training_file_is_warned_about(tmp_path, capfd):
-    from embtie.commands.common import warn_held_out_copies
+    from embtie.rundir.folders import warn_held_out_copies
     from embtie.tasks.lm.config import LMDataConfig
 
     text = tmp_path / "train.txt"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from embtie.commands.common import device_arg, number_arg, path_arg, read_run_config
+from embtie.commands.common import device_arg, number_arg, path_arg
+from embtie.rundir.folders import read_run_config
 
 HELP = "caption image files with a trained captioning run"
 DESCRIPTION = HELP

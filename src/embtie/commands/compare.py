@@ -1,17 +1,15 @@
-"""``embtie compare``: train a grid of strategies x seeds and write a report with statistics and diagnostics."""
+"""``embtie compare``: train a grid of strategies x seeds and write a report with statistics and diagnostics (the
+options become an ``embtie.experiment.ComparisonRequest``, run by ``run_comparison`` or ``run_ladder``)."""
 
 from __future__ import annotations
 
 import argparse
-import time
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from embtie.comparison import CompareSpec
-    from embtie.comparison.launchers import Launched, Launcher
-    from embtie.ladder.driver import LadderPlan
+    from embtie.comparison.launchers import Launcher
+    from embtie.experiment import ComparisonRequest
 
 HELP = "compare sharing strategies over seeds: train (resumably), analyse, and write a report"
 DESCRIPTION = (
@@ -33,7 +31,7 @@ EXAMPLES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from embtie import comparison, metrics
-    from embtie.commands.common import MAX_SEEDS, number_arg, path_arg
+    from embtie.commands.common import path_arg
     from embtie.decisions.sequential import SequentialDesign
 
     parser.add_argument(
@@ -47,20 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--strategies",
         default=None,
         help=f"comma-separated strategies (default {','.join(comparison.DEFAULT_STRATEGIES)}; "
-        "'all' = the twelve seed strategies + ngpt). A variant with options gets a label: "
+        "'all' = every registered strategy, as embtie strategies lists them). A variant with options gets a label: "
         "LABEL=NAME:key=value:key=value, e.g. adaptive-l2norm=adaptive:within=l2norm; a dotted key is a config "
         "override of that arm alone, e.g. untied-lr2=untied:train.lr=0.002",
     )
     parser.add_argument(
         "--seeds",
-        type=number_arg(int, "--seeds", ge=1, most=MAX_SEEDS),
+        type=_number("seeds"),
         default=None,
         help=f"seeds per strategy (default {comparison.DEFAULT_SEEDS}; the default job: "
         f"{comparison.DEFAULT_JOB_SEEDS})",
     )
     parser.add_argument(
         "--first-seed",
-        type=number_arg(int, "--first-seed", ge=0),
+        type=_number("first_seed"),
         default=0,
         help="seeds are FIRST, FIRST+1, ... (default 0); another base seed checks that the verdicts are stable",
     )
@@ -69,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=number_arg(int, "--jobs", ge=1, most=1024),
+        type=_number("jobs"),
         default=None,
         help="train this many runs at once, each in its own process (e.g. one per CPU core with "
         "train.threads=1; default 1). The default job uses 2 when the machine has 2 or more cores",
@@ -90,13 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-seeds",
-        type=number_arg(int, "--max-seeds", ge=2, most=MAX_SEEDS),
+        type=_number("max_seeds"),
         default=None,
         help=f"the last look of --until-decided, at least --seeds (default {SequentialDesign.max_seeds})",
     )
     parser.add_argument(
         "--seeds-per-round",
-        type=number_arg(int, "--seeds-per-round", ge=1, most=MAX_SEEDS),
+        type=_number("seeds_per_round"),
         default=None,
         help=f"seeds added per round of --until-decided (default {SequentialDesign.step})",
     )
@@ -107,6 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report-only", action="store_true", help="train nothing: report the runs finished so far (partial grids)"
     )
+
+
+def _number(field: str) -> Callable[[str], Any]:
+    """The argparse type of a number option: its limits are ``embtie.experiment.request.NUMBERS``'s."""
+    from embtie.commands.common import number_arg
+    from embtie.experiment.request import NUMBERS
+
+    flag, tp, limits = NUMBERS[field]
+    return number_arg(tp, flag, **limits)
 
 
 def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
@@ -152,7 +159,6 @@ def _add_analysis_argument(parser: argparse.ArgumentParser) -> None:
 
 def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     """--ladder and its options, --match (docs/ladders.md)."""
-    from embtie.commands.common import number_arg
     from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, MATCH_MODES
     from embtie.ladder import sizes
     from embtie.ladder.spec import DEFAULT_TOKENS_PER_PARAM
@@ -168,7 +174,7 @@ def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--tokens-per-param",
-        type=number_arg(float, "--tokens-per-param", gt=0, most=1e6),
+        type=_number("tokens_per_param"),
         default=None,
         metavar="R",
         help=f"(ladder) every arm of a rung trains on R x the rung's body (non-embedding) parameters tokens "
@@ -190,7 +196,7 @@ def _add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--match-tolerance",
-        type=number_arg(float, "--match-tolerance", gt=0, lt=1),
+        type=_number("match_tolerance"),
         default=None,
         metavar="FRACTION",
         help=f"(match) the largest relative gap to the target an arm may keep (default {DEFAULT_MATCH_TOLERANCE:g})",
@@ -255,10 +261,10 @@ def _add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
-    """The launcher the options ask for (a ConfigError when they do not fit together)."""
-    from embtie import cheap, comparison
-    from embtie.comparison.launchers import LocalLauncher, SlurmLauncher, SlurmResources, slurm, slurm_resources
+def _launcher(args: argparse.Namespace) -> Launcher | None:
+    """The Slurm launcher the options ask for, or None for this machine (a ConfigError when they do not fit
+    together)."""
+    from embtie.comparison.launchers import SlurmLauncher, SlurmResources, slurm, slurm_resources
     from embtie.errors import ConfigError
 
     slurm_only = {
@@ -274,8 +280,7 @@ def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
         given = [flag for flag, value in slurm_only.items() if value is not None]
         if given:
             raise ConfigError(f"{given[0]} is an option of --launcher slurm; add --launcher slurm or leave it out")
-        jobs = args.jobs if args.jobs is not None else (comparison.default_jobs() if default_job else 1)
-        return LocalLauncher(cheap.cap(jobs, 1))  # EMBTIE_CHEAP: no worker processes for runs of a few steps
+        return None
     if args.jobs is not None:
         raise ConfigError("--jobs is for --launcher local; on Slurm every run is a job of its own")
     if args.no_wait and args.until_decided:
@@ -290,308 +295,45 @@ def _launcher(args: argparse.Namespace, default_job: bool) -> Launcher:
     return SlurmLauncher(resources, wait=not args.no_wait, poll_s=args.poll if args.poll is not None else slurm.POLL_S)
 
 
-def _spec(args: argparse.Namespace) -> tuple[CompareSpec, bool]:
-    """The comparison the arguments ask for, and whether it is the default job."""
-    from embtie import cheap, comparison, sharing
+def request_of(args: argparse.Namespace) -> ComparisonRequest:
+    """The ``embtie.experiment.ComparisonRequest`` the command line stands for."""
     from embtie.commands.common import split_preset
-    from embtie.decisions import SequentialDesign, parse_margins
-    from embtie.errors import ConfigError
-    from embtie.metrics import DEFAULT_MARGINS
+    from embtie.experiment import ComparisonRequest
 
-    given, overrides = split_preset(args.args)
-    _check_no_idle_options(args, overrides)
-    if args.max_seeds is not None and args.seeds is not None and args.max_seeds < args.seeds:
-        raise ConfigError(f"--max-seeds {args.max_seeds} must be >= --seeds {args.seeds}")
-    default_job = given is None
-    preset = comparison.DEFAULT_PRESET if given is None else given
-    if default_job:
-        overrides = [*comparison.DEFAULT_OVERRIDES, *overrides]
-    if args.strategies is None:
-        strategies = list(comparison.DEFAULT_STRATEGIES)
-    elif args.strategies.strip() == "all":
-        strategies = [*sharing.SEED_STRATEGIES, "ngpt"]
-    else:
-        strategies = comparison.split_strategies(args.strategies)
-    parsed = [comparison.parse_strategy(item) for item in strategies]
-    design = None
-    if args.until_decided:
-        first = args.seeds if args.seeds is not None else SequentialDesign.first
-        if first < 2:
-            raise ConfigError(f"--seeds {first} must be >= 2 with --until-decided (a paired interval needs 2)")
-        max_seeds = args.max_seeds if args.max_seeds is not None else SequentialDesign.max_seeds
-        first, max_seeds = cheap.cap(first, cheap.SEQUENTIAL_SEEDS), cheap.cap(max_seeds, cheap.SEQUENTIAL_SEEDS)
-        step = args.seeds_per_round if args.seeds_per_round is not None else SequentialDesign.step
-        design = SequentialDesign(first=first, step=step, max_seeds=max_seeds)
-    default_seeds = comparison.DEFAULT_JOB_SEEDS if default_job else comparison.DEFAULT_SEEDS
-    margins = parse_margins(_margin_text(args.margin), DEFAULT_MARGINS)
-    spec = comparison.CompareSpec(
+    preset, overrides = split_preset(args.args)
+    return ComparisonRequest(
         preset=preset,
-        strategies=[label for label, _, _ in parsed],
-        seeds=design.first if design else cheap.cap(args.seeds or default_seeds, cheap.MAX_SEEDS),
-        first_seed=args.first_seed,
-        variants={label: (name, opts) for label, name, opts in parsed if label != name or opts},
         overrides=overrides,
-        out_dir=Path(args.out) if args.out is not None else Path("runs") / f"compare-{Path(preset).stem}",
-        margins={k: m for k, m in margins.items() if DEFAULT_MARGINS[k] != m},
-        design=design,
-        analysis=args.analysis or (comparison.DEFAULT_JOB_ANALYSIS if default_job else comparison.DEFAULT_ANALYSIS),
+        strategies=args.strategies,
+        seeds=args.seeds,
+        first_seed=args.first_seed,
+        out=args.out,
+        jobs=args.jobs,
+        launcher=_launcher(args),
+        margins=args.margin,
+        until_decided=args.until_decided,
+        max_seeds=args.max_seeds,
+        seeds_per_round=args.seeds_per_round,
+        analysis=args.analysis,
         metric=args.metric,
-        test=args.test or args.test_file is not None,
+        test=args.test,
         test_file=args.test_file,
-        baseline=_baseline(args.baseline, [label for label, _, _ in parsed]),
+        baseline=args.baseline,
+        ladder=args.ladder,
+        tokens_per_param=args.tokens_per_param,
+        extrapolate=args.extrapolate,
+        match=args.match,
+        match_tolerance=args.match_tolerance,
+        dry_run=args.dry_run,
+        report_only=args.report_only,
+        progress=not args.no_progress,
     )
-    return spec, default_job
-
-
-def _baseline(given: str | None, labels: list[str]) -> str:
-    """The baseline label: ``--baseline`` when given (one of ``labels``), else tied."""
-    from embtie import comparison
-    from embtie.errors import ConfigError
-
-    if given is None:
-        return comparison.BASELINE
-    if given not in labels:
-        raise ConfigError(f"--baseline {given!r} is not among --strategies ({','.join(labels)}); add it there or "
-                          "name one of them")  # fmt: skip
-    return given
-
-
-def _check_no_idle_options(args: argparse.Namespace, overrides: list[str]) -> None:
-    """Options that would do nothing in the mode asked for are refused, with the reason: the sequential
-    design's options without --until-decided, a ``seed=`` override (every run's seed comes from --first-seed
-    and its place in the grid)."""
-    from embtie.errors import ConfigError
-
-    if args.ladder is None:
-        for flag, value in (("--tokens-per-param", args.tokens_per_param), ("--extrapolate", args.extrapolate)):
-            if value is not None:
-                raise ConfigError(
-                    f"{flag} {value} is an option of --ladder; add --ladder KEY=V1,V2,... or leave it out"
-                )
-    if args.match is None and args.match_tolerance is not None:
-        raise ConfigError(f"--match-tolerance {args.match_tolerance:g} is an option of --match; add --match params")
-    if not args.until_decided:
-        for flag, value in (("--max-seeds", args.max_seeds), ("--seeds-per-round", args.seeds_per_round)):
-            if value is not None:
-                raise ConfigError(
-                    f"{flag} {value} is an option of --until-decided (the rounds of a sequential design); add "
-                    f"--until-decided, or give the number of seeds with --seeds"
-                )
-    for o in overrides:
-        if o.split("=", 1)[0].strip() == "seed":
-            raise ConfigError(
-                f"{o!r} has no effect in a comparison: its runs take the seeds --first-seed, --first-seed + 1, ...; "
-                "give --first-seed N instead"
-            )
-
-
-def _margin_text(given: list[str] | None) -> str | None:
-    """The --margin options (repeatable, each METRIC=VALUE[%],...) as one list; a metric given twice is
-    refused (the last would silently win)."""
-    from embtie.errors import ConfigError
-
-    if not given:
-        return None
-    items = [i.strip() for text in given for i in text.split(",")]
-    if not all(items):
-        raise ConfigError(f"--margin {','.join(given)!r} has an empty item; write --margin valid_ppl=1%,bleu=0.5")
-    keys = [i.partition("=")[0].strip() for i in items]
-    twice = next((k for k in keys if keys.count(k) > 1), None)
-    if twice is not None:
-        raise ConfigError(f"--margin gives {twice} more than once; keep one margin per metric")
-    return ",".join(items)
-
-
-def _check_before_writing(spec: CompareSpec) -> None:
-    """Everything a comparison can be refused for, before it writes anything: every planned config
-    (``comparison.plan``), the output folder, and the data each distinct data section trains on."""
-    from embtie import comparison, tasks
-    from embtie.commands.common import check_out_dir, warn_held_out_copies
-
-    runs = comparison.plan(spec)
-    check_out_dir(spec.out_dir)
-    checked: list[object] = []
-    for r in runs:
-        key = (r.cfg.task, r.cfg.data)
-        if key not in checked:
-            tasks.get(r.cfg.task).check_data(r.cfg)
-            warn_held_out_copies(r.cfg.data)
-            checked.append(key)
 
 
 def run(args: argparse.Namespace) -> int:
-    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
-    from embtie.errors import ConfigError
-    from embtie.rundir import lock
+    from embtie.experiment import run_comparison, run_ladder
 
-    spec, default_job = _spec(args)
-    launcher = _launcher(args, default_job)
-    if args.dry_run and args.report_only:
-        raise ConfigError("--dry-run trains nothing and --report-only draws the report; give one of them")
-    if args.ladder is not None:
-        if default_job:
-            raise ConfigError("--ladder needs a preset, e.g. embtie compare ptb-gpt-tiny --ladder size=xs,s,m,l")
-        return _ladder(spec, args, launcher)
-    if args.match is not None:
-        from embtie.ladder import matching
-
-        tolerance = args.match_tolerance if args.match_tolerance is not None else DEFAULT_MATCH_TOLERANCE
-        spec = matching.match(spec, args.match, tolerance)
-    if args.dry_run:
-        return _dry_run(spec, launcher)
-    with lock.hold(spec.out_dir, "comparison", lock.command_line()):  # one writer per output folder
-        return _compare(spec, args, launcher)
-
-
-def _dry_run(spec: CompareSpec, launcher: Launcher) -> int:
-    """Print the plan (one line per run) and touch nothing."""
-    from embtie import comparison
-
-    comparison.plan(spec)  # every config checked (ConfigError) before anything is printed
-    rounds = " (the first round of --until-decided)" if spec.design is not None else ""
-    lines = launcher.plan_lines(spec)
-    print(f"plan: {len(lines)} runs{rounds} with --launcher {launcher.name}; nothing is trained or submitted")
-    for line in lines:
-        print(line)
-    return 0
-
-
-def _train(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> tuple[CompareSpec, Launched | None]:
-    """Train (or, with --report-only, look at) the runs; the spec with the rounds run, and the launch's outcome."""
-    from embtie.comparison import rounds
-
-    if spec.design is not None:
-        counts = (
-            rounds.settled_counts(spec)
-            if args.report_only
-            else rounds.run_until_decided(spec, progress=not args.no_progress, launcher=launcher)
-        )
-        return replace(spec, seed_counts=counts), None
-    if args.report_only:
-        return spec, None
-    return spec, launcher.launch(spec, progress=not args.no_progress)
-
-
-def _unfinished(launched: Launched | None, finished: int) -> int:
-    """Say what is left of a launch (failed runs and their logs, runs in flight); the exit status."""
-    import sys
-
-    if launched is None or launched.complete:
-        return 0
-    for f in launched.failed:
-        print(f"embtie compare: error: {f.describe()}", file=sys.stderr)
-    left = []
-    if launched.failed:
-        left.append(f"{len(launched.failed)} failed (run the same command again to resubmit them; they resume)")
-    if launched.in_flight:
-        left.append(f"{len(launched.in_flight)} still queued or running (run the same command again to collect them)")
-    print(f"{finished} of {len(launched.runs)} runs finished; " + "; ".join(left))
-    return 1 if launched.failed else 0
-
-
-def _compare(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:
-    from embtie import comparison
-    from embtie.reporting import comparison_report, document
-
-    out = spec.out_dir
-    t0 = time.perf_counter()
-    if not args.report_only:
-        _check_before_writing(spec)
-        _fix_design(spec)
-    spec, launched = _train(spec, args, launcher)
-    runs = comparison.finished_runs(comparison.plan(spec))
-    if not runs and launched is not None:
-        return _unfinished(launched, 0)  # nothing to report yet
-    if spec.test:  # after every look: the test split never decides anything
-        from embtie.comparison import held_out
-
-        held_out.evaluate_all(runs, spec.test_file, progress=not args.no_progress)
-    results = comparison.collect(spec, runs)
-    csv_path, json_path = comparison.write_tables(results, out)
-    report = comparison_report.build(results, out)
-    if spec.matching is not None:  # how the arms were matched, first: every figure below depends on it
-        from embtie.reporting.sections.matching import matching_blocks
-
-        report.blocks[0:0] = matching_blocks(spec.matching)
-    md, page = document.write(report, out)
-    seeds = "/".join(str(spec.seeds_of(s)) for s in spec.strategies) if spec.seed_counts else str(spec.seeds)
-    print(f"compared {len(spec.strategies)} strategies x {seeds} seeds in {time.perf_counter() - t0:.0f} s")
-    for line in comparison_report.verdict_lines(results, out):
-        print(f"  {line}")
-    print(f"report: {page.resolve()}")
-    print(f"        {md.resolve()}")
-    print(f"tables: {csv_path.resolve()}, {json_path.resolve()}")
-    for line in comparison_report.choice_lines(results, out):  # the answer last: which strategy to use
-        print(line.replace("`", ""))
-    return _unfinished(launched, len(runs))
-
-
-def _fix_design(spec: CompareSpec) -> None:
-    """DIR/design.json written before the first run this command trains (or checked against the one the
-    folder holds: another design is refused in one line), and every planned run's design record."""
-    from embtie import comparison
-    from embtie.comparison import design_file
-    from embtie.rundir import lock
-
-    planned = comparison.plan(spec)
-    for r in planned:  # a run another process trains: refused here, before the design is written
-        if r.run_dir.is_dir() and not r.trained:
-            with lock.hold(r.run_dir, "training", lock.command_line()):
-                pass
-    fixed = design_file.fix_design(spec.out_dir, design_file.Design.of(spec), sum(r.trained for r in planned))
-    design_file.record_planned(spec.out_dir, [r.run_dir for r in planned if not r.trained], fixed)
-
-
-def _ladder(spec: CompareSpec, args: argparse.Namespace, launcher: Launcher) -> int:
-    """--ladder: the comparison at every rung (each in DIR/rungs/<rung>, resumable), then the ladder's report."""
-    from embtie import comparison
-    from embtie.commands.common import check_out_dir
-    from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
-    from embtie.ladder import driver
-    from embtie.ladder import spec as ladder_spec
-    from embtie.rundir import lock
-
-    if args.out is None:
-        spec = replace(spec, out_dir=Path("runs") / f"ladder-{Path(spec.preset).stem}")
-    ratio = args.tokens_per_param if args.tokens_per_param is not None else ladder_spec.DEFAULT_TOKENS_PER_PARAM
-    ladder = ladder_spec.parse(args.ladder, ratio, args.extrapolate)
-    tolerance = args.match_tolerance if args.match_tolerance is not None else DEFAULT_MATCH_TOLERANCE
-    plan = driver.plan_ladder(spec, ladder, args.match, tolerance)
-    rungs = list(zip(plan.budgets, plan.specs))
-    if args.dry_run:
-        for i, (b, rung) in enumerate(rungs, 1):
-            print(f"ladder rung {i}/{len(rungs)} {b.rung.value}: {b.body:,} body parameters, {b.steps:,} steps")
-            _dry_run(rung, launcher)
-        return 0
-    check_out_dir(spec.out_dir)
-    status = 0
-    with lock.hold(spec.out_dir, "ladder", lock.command_line()):
-        for i, (b, rung) in enumerate(rungs, 1):
-            print(f"ladder rung {i}/{len(rungs)} {b.rung.value}: {b.body:,} body parameters, {b.steps:,} steps")
-            if args.report_only and not comparison.finished_runs(comparison.plan(rung)):
-                continue
-            with lock.hold(rung.out_dir, "comparison", lock.command_line()):
-                status = max(status, _compare(rung, args, launcher))
-        _ladder_report(plan)
-    return status
-
-
-def _ladder_report(plan: LadderPlan) -> None:
-    """Collect the finished rungs, write DIR/ladder.json and the ladder's report, print the trends."""
-    import json
-
-    from embtie.ladder import driver
-    from embtie.reporting import document, ladder_report
-
-    out = plan.base.out_dir
-    results = driver.results(plan)
-    (out / "ladder.json").write_text(json.dumps(results.to_json(), indent=2) + "\n", encoding="utf-8")
-    md, page = document.write(ladder_report.build(results, out), out)
-    unit = results.metric.unit if results.metric is not None else ""
-    for s in plan.base.strategies:
-        t = results.trend(s) if s != results.baseline else None
-        if t is not None:
-            lo, hi = t.slope_interval()
-            print(f"  {s}: {t.slope:+.2f}{unit} per tenfold body [{lo:+.2f}, {hi:+.2f}] over {t.n} rungs")
-    print(f"ladder report: {page.resolve()}")
-    print(f"               {md.resolve()}")
+    request = request_of(args)
+    if request.ladder is not None:
+        return run_ladder(request).status
+    return run_comparison(request).status

@@ -131,10 +131,10 @@ def _check_inputs(args: argparse.Namespace) -> bool:
     """Check the run directory and the user's files before the (slower) model load; True for a
     translation run."""
     from embtie import tasks
-    from embtie.commands.common import read_run_config
     from embtie.data.files import read_user_text
     from embtie.data.parallel_corpora import load_user_files
     from embtie.errors import ConfigError, DataError
+    from embtie.rundir.folders import read_run_config
     from embtie.tasks.capabilities import Captions, Translates
 
     cfg = read_run_config(args.run_dir)

@@ -1,17 +1,22 @@
 """``embtie hf-compare``: a shortcut onto ``embtie compare`` for a Hugging Face causal LM (``model.name=hf``).
 
-Its arguments become the preset ``ptb-hf-gpt2-tiny`` with ``model.hf=MODEL_CONFIG`` and the data, batch and
-step overrides they name, so the runs get everything ``embtie compare`` gives (paired seeds, verdicts, the
-report, resume, --launcher slurm): one comparison path. The Hugging Face Trainer loop it ran before stays as
-the example of training in your own loop: ``embtie.hf.trainer_comparison.run_hf_compare``.
+Its arguments become the ``embtie.experiment.ComparisonRequest`` of the preset ``ptb-hf-gpt2-tiny`` with
+``model.hf=MODEL_CONFIG`` and the data, batch and step overrides they name, run by ``run_comparison``, so the
+runs get everything ``embtie compare`` gives (paired seeds, verdicts, the report, resume): one comparison path.
+Training under transformers' own Trainer instead is the example of docs/your-loop.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from embtie.commands.common import number_arg, path_arg
+
+if TYPE_CHECKING:
+    from embtie.experiment import ComparisonRequest
 
 HELP = "compare sharing strategies on a Hugging Face causal LM (a shortcut onto `embtie compare`)"
 DESCRIPTION = (
@@ -161,8 +166,10 @@ def check_choices(strategies: list[str], options: dict[str, dict], args: argpars
         raise ConfigError("--text-column names a column of --source hf:...; give --source or leave it out")
 
 
-def compare_arguments(args: argparse.Namespace) -> list[str]:
-    """The ``embtie compare`` command line (after ``compare``) that ``args`` stand for."""
+def request_of(args: argparse.Namespace) -> ComparisonRequest:
+    """The ``embtie compare`` comparison that ``args`` stand for, as an ``embtie.experiment.ComparisonRequest``."""
+    from embtie.experiment import ComparisonRequest
+
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     options = parse_options(args.option)
     check_choices(strategies, options, args)
@@ -176,15 +183,24 @@ def compare_arguments(args: argparse.Namespace) -> list[str]:
              if v is not None]  # fmt: skip
     train = [f"train.max_steps={args.steps}", f"train.lr={args.lr:g}", f"train.warmup_steps={args.warmup_steps}",
              f"train.device={args.device}"]  # fmt: skip
-    labels = ",".join(_strategy_entry(name, options.get(name, {})) for name in strategies)
-    return ["ptb-hf-gpt2-tiny", f"model.hf={args.model_config}", *data, *train, "--strategies", labels,
-            "--seeds", str(args.seeds), "--first-seed", str(args.seed), "--out", out_dir(args)]  # fmt: skip
+    return ComparisonRequest(
+        preset="ptb-hf-gpt2-tiny",
+        overrides=[f"model.hf={args.model_config}", *data, *train],
+        strategies=[_strategy_entry(name, options.get(name, {})) for name in strategies],
+        seeds=args.seeds,
+        first_seed=args.seed,
+        out=args.out or f"runs/hf-compare-{Path(args.model_config).stem}",
+    )
 
 
-def out_dir(args: argparse.Namespace) -> str:
-    from pathlib import Path
+def same_as(request: ComparisonRequest) -> str:
+    """The ``embtie compare`` command line that runs ``request`` (what hf-compare prints first)."""
+    import shlex
 
-    return args.out or f"runs/hf-compare-{Path(args.model_config).stem}"
+    assert request.preset is not None and request.strategies is not None  # as request_of makes them
+    strategies = request.strategies if isinstance(request.strategies, str) else ",".join(request.strategies)
+    return "embtie compare " + shlex.join([request.preset, *request.overrides, "--strategies", strategies,
+        "--seeds", str(request.seeds), "--first-seed", str(request.first_seed), "--out", str(request.out)])  # fmt: skip
 
 
 def _strategy_entry(name: str, options: dict) -> str:
@@ -203,25 +219,19 @@ def _strategy_entry(name: str, options: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shlex
+    from embtie.experiment import run_comparison
 
-    from embtie.commands import compare
-
-    argv = compare_arguments(args)
-    print("same as: embtie compare " + shlex.join(argv))
-    parser = argparse.ArgumentParser(prog="embtie compare")
-    compare.add_arguments(parser)
-    status = compare.run(parser.parse_args(argv))
+    request = request_of(args)
+    print("same as: " + same_as(request))
+    status = run_comparison(request).status
     if status == 0 and args.save_models:
-        save_models(out_dir(args), args.seed)
+        save_models(Path(str(request.out)), args.seed)
     return status
 
 
-def save_models(out: str, seed: int) -> None:
+def save_models(out: Path, seed: int) -> None:
     """OUT/STRATEGY/model: the transformers model of each strategy's run of ``seed``, saved with save_pretrained
     (load it with ``embtie.hf.load``; ``embtie export`` writes stock weights from it)."""
-    from pathlib import Path
-
     from embtie.models.hf_causal_lm import HFCausalLM
     from embtie.rundir.loading import load_run
 

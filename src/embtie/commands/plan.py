@@ -30,7 +30,8 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from embtie.commands.common import MAX_SEEDS, number_arg
+    from embtie.commands.common import number_arg
+    from embtie.experiment.request import MAX_SEEDS
     from embtie.planning import hardware
 
     parser.add_argument(

@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from embtie import tasks
-    from embtie.commands.common import check_out_dir, removed_if_refused, warn_held_out_copies
+    from embtie.commands.common import removed_if_refused
+    from embtie.rundir.folders import check_out_dir, warn_held_out_copies
     from embtie.training import train
 
     # before anything is written: a bad --out or missing/corrupted data leaves no half-made run directory

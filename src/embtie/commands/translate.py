@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from embtie.commands.common import device_arg, number_arg, path_arg, read_run_config, read_stdin_lines
+from embtie.commands.common import device_arg, number_arg, path_arg, read_stdin_lines
+from embtie.rundir.folders import read_run_config
 
 HELP = "translate sentences (one per line, stdin or --input) with a trained translation run"
 DESCRIPTION = HELP

@@ -67,3 +67,23 @@ class EmbtieCallback(TrainerCallback):
         for sharing in sharing_objects(model):
             sharing.on_train_step(state.global_step, state.max_steps, optimizer)
         self.calls.append(state.global_step)
+
+
+class FiniteCallback(TrainerCallback):
+    """Stops a transformers ``Trainer`` on the first step after which a strategy's output matrix is not finite
+    (a non-finite loss or gradient reaches every weight of the matrix in that step), as ``embtie train`` stops:
+    a NonFiniteError naming the strategy, the step and the fix, never a model of NaN trained to the end."""
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kwargs: Any):
+        import torch
+
+        from embtie.training.nonfinite import NonFiniteError
+
+        assert model is not None
+        for sharing in sharing_objects(model):
+            if not bool(torch.isfinite(sharing.weight).all()):
+                raise NonFiniteError(
+                    f"strategy {sharing.name}: the weights are not finite after step {state.global_step} (the loss "
+                    f"or its gradient diverged): lower the learning rate (now {args.learning_rate:g}) or the "
+                    "warmup's peak, then train again"
+                )

@@ -1,12 +1,10 @@
-"""LM data (PTB, WikiText-2, or the user's own corpus and tokenizer: embtie.data.lm_corpora.Corpus) as a dataset
-the transformers Trainer takes."""
+"""A token stream as a dataset the transformers Trainer takes (blocks of T+1 tokens)."""
 
 from __future__ import annotations
 
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from embtie.data.lm_corpora import Corpus, Vocab, load_corpus_tokens
 from embtie.errors import ConfigError
 
 
@@ -34,17 +32,3 @@ class LMBlocks(Dataset):
     @property
     def predicted_tokens(self) -> int:
         return self.blocks.shape[0] * (self.blocks.shape[1] - 1)
-
-
-def lm_datasets(
-    dataset: str | Corpus, block: int, train_tokens: int | None = None, valid_tokens: int | None = None
-) -> tuple[Vocab, LMBlocks, LMBlocks]:
-    """(vocabulary of the train split, train blocks, valid blocks) of a catalogue dataset (by name) or a
-    ``Corpus``; ``*_tokens`` keep only a stream prefix."""
-    corpus = Corpus(dataset) if isinstance(dataset, str) else dataset
-    train = load_corpus_tokens(corpus, "train")
-    vocab = Vocab.of_corpus(train)
-    train_ids = vocab.encode(train if train_tokens is None else train[: train_tokens + 1])
-    valid = load_corpus_tokens(corpus, "valid")
-    valid_ids = vocab.encode(valid if valid_tokens is None else valid[: valid_tokens + 1])
-    return vocab, LMBlocks(train_ids, block), LMBlocks(valid_ids, block)

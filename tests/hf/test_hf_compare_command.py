@@ -12,30 +12,6 @@ from embtie.commands.hf_compare import parse_options
 from embtie.errors import ConfigError
 
 
-def test_the_trainer_route_writes_a_table_and_json(tmp_path):
-    """embtie.hf.trainer_comparison: the Hugging Face Trainer loop, kept as the example of your own loop."""
-    from embtie.hf.trainer_comparison import HFCompareConfig, run_hf_compare
-
-    cfg = tmp_path / "gpt2-micro.json"
-    cfg.write_text(json.dumps({"model_type": "gpt2", "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 32}))
-    out = tmp_path / "out"
-    config = HFCompareConfig(model_config=str(cfg), strategies=["tied", "fixed"], out=str(out), steps=3, block=16,
-                             options={"fixed": {"logit_scale": "learned"}}, batch_size=4, train_tokens=2000,
-                             valid_tokens=300, device="cpu")  # fmt: skip
-    report = run_hf_compare(config, log=lambda *_: None)
-    assert json.loads((out / "results.json").read_text())["vocab_size"] == report["vocab_size"] == 10000
-    assert report["valid_tokens"] == 288  # 18 blocks x 16 predictions
-    rows = {r["strategy"]: r for r in report["results"]}
-    assert list(rows) == ["tied", "fixed"]
-    assert rows["fixed"]["options"]["logit_scale"] == "learned"
-    # the fixed strategy learns E and a scale, not the 10000 x 16 target matrix
-    assert rows["fixed"]["sharing_params"] == {"learned": 10000 * 16 + 1, "fixed": 10000 * 16}
-    for r in rows.values():
-        assert r["steps"] == 3 and 1 < r["valid_ppl"] < 1e6
-    table = (out / "results.md").read_text()
-    assert table.startswith("| strategy | valid ppl") and "| fixed |" in table
-
-
 def test_hf_compare_is_a_shortcut_onto_compare(tmp_path, capsys):
     """The command line becomes `embtie compare ptb-hf-gpt2-tiny model.hf=...`: paired seeds, verdicts, the
     report; an option makes a labelled variant; --save-models writes each strategy's seed-0 model, which
