@@ -11,7 +11,7 @@ ifneq ($(wildcard $(CURDIR)/../shared/data),)
 export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
 endif
 
-.PHONY: run test test-slow test-cluster lint typecheck bench venv clean gpu gpu-wheels gpu-data
+.PHONY: run test test-slow test-docs test-cluster lint typecheck bench venv clean gpu gpu-wheels gpu-data
 
 # pyproject.toml states ranges; constraints/cpu.txt pins the exact builds this project tests (torch 2.13.0,
 # whose CPU build lies on this machine's disk: nothing multi-GB is downloaded)
@@ -47,6 +47,11 @@ typecheck: venv
 
 test-slow: venv
 	$(BIN)/python -m pytest -m slow
+
+# the documentation that runs (tests/docs/test_docs_run.py: every block of README.md and docs/*.md and every
+# `embtie CMD --help` example, marked docs_run): kept out of make test's 10 minutes, run by CI right after it
+test-docs: venv
+	$(BIN)/python -m pytest -m docs_run -n $(TEST_WORKERS) --dist loadscope --durations=10
 
 # the documented journey (issues 39, 52): docs/your-corpus.md's sections 1-3 as the page prints them, no ../shared,
 # no data root, an empty HOME; raw 1.8 MB corpus to decided verdicts with test verdicts in bits per byte, timed

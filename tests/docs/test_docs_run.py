@@ -1,6 +1,7 @@
 """Documentation that runs (issue 28): every shell, transcript and Python block of README.md and docs/*.md,
 and every example of ``embtie CMD --help``, is executed here, so a documented command that stops working
-fails CI.
+fails CI. They are marked ``docs_run`` (and slow): ``make test-docs`` runs them, on two workers, and CI
+runs it right after ``make test``, which they would take past its 10 minutes on 2 cores.
 
 **The one override: ``EMBTIE_CHEAP=1``** (``embtie.cheap``, listed in ``embtie --help``). Blocks run as
 written, in a subprocess whose environment sets it: every run trains 3 steps on slices of the data,
@@ -228,6 +229,8 @@ def _block_id(b: Block) -> str:
     return f"{b.path}#{n}{'-annotated' if b.reason else ''}"
 
 
+@pytest.mark.slow
+@pytest.mark.docs_run
 @pytest.mark.parametrize("block", BLOCKS, ids=[_block_id(b) for b in BLOCKS])
 def test_documented_block_runs(block: Block, workspaces: _Workspaces, doc_env: dict[str, str]):
     _run_block(block, workspaces, doc_env)
@@ -255,6 +258,8 @@ def test_every_command_with_examples_is_ordered_and_every_other_says_why():
     assert set(COMMANDS) - with_examples == set(NO_EXAMPLES)
 
 
+@pytest.mark.slow
+@pytest.mark.docs_run
 @pytest.mark.parametrize("command", HELP_ORDER)
 def test_help_examples_run(command: str, workspaces: _Workspaces, doc_env: dict[str, str]):
     cwd = workspaces.folder("help-examples")
