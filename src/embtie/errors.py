@@ -13,3 +13,8 @@ class ConfigError(EmbtieError, ValueError):
 
 class DataError(EmbtieError):
     """A missing or corrupted data file; the message says where embtie looked and how to fix it."""
+
+
+class NonFiniteError(EmbtieError):
+    """Training met a loss, gradient or weight that is not finite and stopped before using it (embtie's loop,
+    or a Trainer with ``embtie.hf.callback.FiniteCallback``)."""

@@ -18,7 +18,7 @@ from embtie.cli import main as cli_main
 from embtie.errors import ConfigError
 from embtie.hf.callback import EmbtieCallback
 from embtie.hf.tiny import tiny_model
-from embtie.hf.trainer_optimizer import optimizer_cls_and_kwargs
+from embtie.loop import optimizer_cls_and_kwargs
 
 V = 64
 STEPS = 6

@@ -77,7 +77,7 @@ class FiniteCallback(TrainerCallback):
     def on_step_end(self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kwargs: Any):
         import torch
 
-        from embtie.training.nonfinite import NonFiniteError
+        from embtie.errors import NonFiniteError
 
         assert model is not None
         for sharing in sharing_objects(model):

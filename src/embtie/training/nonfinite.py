@@ -17,12 +17,8 @@ from torch import nn
 
 from embtie import runtime
 from embtie.config import TrainConfig
-from embtie.errors import EmbtieError
+from embtie.errors import NonFiniteError
 from embtie.rundir import checkpoints
-
-
-class NonFiniteError(EmbtieError):
-    """Training met a loss, gradient or weight that is not finite and stopped before using it."""
 
 
 def grad_norm(model: nn.Module, clip: float | None) -> torch.Tensor:
