@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "prepare-captions": "prepare_captions",
     "average": "average",
     "compare": "compare",
+    "confirm": "confirm",
     "analyze": "analyze",
     "hf-compare": "hf_compare",
     "export": "export",
