@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # (confirmation folder, original folder, fresh folders), all under results/
 CONFIRMATIONS = [
     ("modded-untie-confirmation", "modded-nanogpt-head/untie-vs-tied", ["modded-untie-confirmation/fresh"]),
+    ("su-ordering-confirmation", "su-ordering", ["su-ordering-confirmation/fresh"]),
 ]
 
 
