@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "prepare-captions": "prepare_captions",
     "average": "average",
     "compare": "compare",
+    "confirm": "confirm",
     "analyze": "analyze",
     "hf-compare": "hf_compare",
     "export": "export",

@@ -109,7 +109,7 @@ EXPECTED_ANNOTATED: dict[tuple[str, str], bool] = {
 # the order in which the --help examples run (one folder: eval and average use the runs train made; export
 # the models hf-compare saved); commands without examples, and why
 HELP_ORDER = ["strategies", "theory", "config", "data", "plan", "train", "eval", "average", "analyze", "compare",
-              "translate", "hf-compare", "export", "hf-audit"]  # fmt: skip
+              "confirm", "translate", "hf-compare", "export", "hf-audit"]  # fmt: skip
 NO_EXAMPLES = {
     "caption": "needs a captioning run, whose features need the 8,091 Flickr8k images (docs/captioning.md)",
     "prepare-captions": "needs the 8,091 Flickr8k images and the EfficientNet-Lite0 weights (docs/captioning.md)",

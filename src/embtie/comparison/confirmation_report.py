@@ -1,0 +1,123 @@
+"""A comparison's verdicts confirmed on fresh seeds, and one verdict pooled over the fresh folders' machines.
+
+The original folder's verdicts are read as its report printed them (a folder decided under the one-family
+rule keeps them in results.json), else decided again from its rows under the rule it was designed under
+(``decisions.rule_of``). Each fresh folder is the same design (``confirmation.read_original``: the same arms,
+baseline, metric, margins and overrides) re-run on seeds the original never used, on one machine (its runs'
+summary.json name it: CPU model and kernel path, or GPU). Per strategy and fresh folder: the fresh verdict
+and whether it confirms the original (``decisions.pooled.confirmation``: confirmed, contradicted or
+undecided); then one verdict over all fresh folders with the machine as a block
+(``decisions.pooled.blocked_difference``), every strategy in one family at 0.05.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from embtie.comparison.confirmation import read_original
+from embtie.comparison.records import MetricVerdicts, Numerics, ResultRow
+from embtie.comparison.verdicts import all_verdicts, paired_values
+from embtie.decisions import Decision, decide_all, rule_of
+from embtie.decisions.pooled import CONFIRMATIONS, blocked_difference, confirmation
+from embtie.errors import ConfigError
+from embtie.metrics import margins_with, primary
+
+
+def _saved(folder: Path) -> dict[str, Any]:
+    path = Path(folder) / "results.json"
+    if not path.is_file():
+        raise ConfigError(f"{folder} has no results.json: no comparison has finished there; run "
+                          f"`embtie confirm ORIGINAL --out {folder}` (or its `embtie compare`) first")  # fmt: skip
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _rows(saved: dict[str, Any]) -> list[ResultRow]:
+    return [ResultRow.from_json(r) for r in saved["rows"]]
+
+
+def machine(folder: Path) -> str:
+    """The machine a folder's runs were made on (its first recorded run's numerics), kernel overrides named."""
+    for summary in sorted((Path(folder) / "runs").glob("*/seed*/summary.json")):
+        raw = json.loads(summary.read_text(encoding="utf-8")).get("numerics")
+        if raw:
+            n = Numerics.from_json(raw)
+            env = "".join(f", {k}={v}" for k, v in n.kernel_env.items())
+            return n.machine() + env
+    return f"{Path(folder).name} (not recorded)"
+
+
+def _decisions(saved: dict[str, Any], key: str) -> dict[str, Decision]:
+    """A folder's verdicts against its baseline, as its report printed them or decided again under its rule."""
+    if "decision_rule" in saved:
+        raw = saved.get("verdicts", {}).get(key)
+        v = None if raw is None else MetricVerdicts.from_json(raw)
+    else:
+        v = all_verdicts(_rows(saved), saved.get("baseline", "tied"), rule=rule_of(saved)).get(key)
+    if v is None:  # no strategy has two seeds paired with the baseline's yet
+        return {}
+    return {s: d for s in v.decisions if (d := v.decision(s)) is not None}
+
+
+def check_same_design(original: Path, fresh: Sequence[Path]) -> None:
+    """A ConfigError in one line when a fresh folder is another design than the original."""
+    before = read_original(original)
+    for folder in fresh:
+        changed = before.differences(read_original(folder))
+        if changed:
+            raise ConfigError(f"{folder} is another design than {original} ({changed}): a confirmation re-runs "
+                              f"the same design; give a folder `embtie confirm {original} --out ...` wrote")
+
+
+def _said(d: Decision) -> str:
+    return f"{d.verdict} ({d.mean:+.2f}, {d.n} pairs)"
+
+
+def confirmation_report(original: Path, fresh: Sequence[Path]) -> str:
+    """The confirmation table, one line of confirmed / contradicted / undecided per fresh folder, and the
+    pooled verdicts, as Markdown."""
+    check_same_design(original, fresh)
+    orig = _saved(original)
+    news = [_saved(f) for f in fresh]
+    machines = [machine(f) for f in fresh]
+    baseline = orig.get("baseline", "tied")
+    metric = primary(_rows(orig), orig.get("metric"))
+    before = _decisions(orig, metric.key)
+    after = [_decisions(saved, metric.key) for saved in news]
+    margin = margins_with({})[metric.margin_key]
+    by_strategy = {
+        s: blocked_difference({m: paired_values(_rows(new), s, baseline, metric) for m, new in zip(machines, news)},
+                              margin)
+        for s in before
+    }  # fmt: skip
+    pooled = decide_all(by_strategy, metric.higher_is_better)
+    lines = [f"Original: {original} ({metric.label} against {baseline}, rule {rule_of(orig)}); fresh: "
+             + ", ".join(f"{f} ({m})" for f, m in zip(fresh, machines)) + ".", "",
+             "| strategy | original | " + " | ".join(f"fresh: {m}" for m in machines) + " | pooled over machines |",
+             "|---|---|" + "---|" * len(fresh) + "---|"]  # fmt: skip
+    outcomes: list[dict[str, list[str]]] = [{c: [] for c in CONFIRMATIONS} for _ in fresh]
+    for s, d in before.items():
+        cells = []
+        for i, decided in enumerate(after):
+            new = decided.get(s)
+            if new is None:
+                cells.append("-")
+                continue
+            outcome = confirmation(d, new)
+            outcomes[i][outcome].append(s)
+            cells.append(f"{_said(new)}: {outcome}")
+        p = pooled[s]
+        machines_said = f"{len(fresh)} machine" + ("s" if len(fresh) > 1 else "")
+        interval = f"[{p.ci[0]:+.2f}, {p.ci[1]:+.2f}] ({100 * p.confidences()[0]:.4g}%)"
+        lines.append(f"| {s} | {_said(d)} | " + " | ".join(cells)
+                     + f" | {p.verdict}, {p.mean:+.2f} {interval}, {p.n} pairs, {machines_said} |")  # fmt: skip
+    if not before:
+        lines.append(f"({original} has no verdict on {metric.label} yet: fewer than two seeds paired with "
+                     f"{baseline}'s; nothing to confirm)")  # fmt: skip
+    lines.append("")
+    for f, m, out in zip(fresh, machines, outcomes):
+        said = "; ".join(f"{c}: {', '.join(out[c]) or 'none'}" for c in CONFIRMATIONS)
+        lines.append(f"{f} ({m}): {said}.")
+    return "\n".join(lines) + "\n"

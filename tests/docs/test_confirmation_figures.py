@@ -1,0 +1,56 @@
+"""The confirmations on fresh seeds under results/ (issue 50, item 5): each folder's confirmation.md is
+exactly what ``embtie confirm ORIGINAL FRESH --report-only`` prints from the runs committed beside it, and
+every row of its table, and every machine line, is quoted in the folder's README.md as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from embtie.comparison.confirmation_report import confirmation_report
+
+ROOT = Path(__file__).resolve().parents[2]
+# (confirmation folder, original folder, fresh folders), all under results/
+CONFIRMATIONS = [
+    ("modded-untie-confirmation", "modded-nanogpt-head/untie-vs-tied", ["modded-untie-confirmation/fresh"]),
+    ("su-ordering-confirmation", "su-ordering", ["su-ordering-confirmation/fresh"]),
+]
+
+
+@pytest.mark.parametrize(("name", "original", "fresh"), CONFIRMATIONS, ids=[c[0] for c in CONFIRMATIONS])
+def test_the_confirmation_table_is_redrawn_from_the_runs_and_quoted(name, original, fresh, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    saved = (ROOT / "results" / name / "confirmation.md").read_text(encoding="utf-8")
+    drawn = confirmation_report(Path("results", original), [Path("results", f) for f in fresh])
+    assert drawn == saved
+    readme = (ROOT / "results" / name / "README.md").read_text(encoding="utf-8")
+    quoted = [line for line in saved.splitlines() if line.startswith("| ") and not line.startswith("| strategy")]
+    quoted += [line for line in saved.splitlines() if line.startswith("results/")]
+    assert quoted and all(line in readme for line in quoted)
+
+
+def _said(d: dict) -> str:
+    return f"{d['verdict']}, {d['mean']:+.2f}% [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}] ({100 * d['ci_confidence']:.4g}%)"
+
+
+def test_the_modded_untie_figures_are_the_runs():
+    import json
+
+    folder = ROOT / "results" / "modded-untie-confirmation"
+    readme = (folder / "README.md").read_text(encoding="utf-8").replace("−", "-")
+    saved = json.loads((folder / "fresh" / "results.json").read_text(encoding="utf-8"))
+    verdicts = saved["verdicts"]["valid_ppl"]
+    assert f"its report prints untied {_said(verdicts['decisions']['untied'])}" in readme
+    pair = verdicts["choice"]["pairs"]["tie-untie vs untied"]
+    assert f"gives tie-untie vs untied {_said(pair)} of untied's perplexity, {pair['n']} pairs" in readme
+    design = json.loads((folder / "fresh" / "design.json").read_text(encoding="utf-8"))
+    assert f"(design {design['hash']})" in readme and design["runs_before"] == 0
+    runs = [json.loads(p.read_text()) for p in sorted((folder / "fresh" / "runs").glob("*/seed*/summary.json"))]
+    assert {json.dumps(r["numerics"], sort_keys=True) for r in runs} == {json.dumps(
+        {"cpu": "Intel(R) Xeon(R) Processor", "cpu_capability": "AVX512", "kernel_env": {}, "threads": 1,
+         "torch": "2.13.0+cpu"}, sort_keys=True)}  # fmt: skip
+    seconds = [r["elapsed_s"] for r in runs]
+    assert f"{len(runs)} runs, {sum(seconds):,.0f} s of" in readme
+    assert f"({min(seconds):.0f}–{max(seconds):.0f} s a run" in readme
+    assert f"{sum(seconds) / 3600:.2f}\ncore-hours" in readme or f"{sum(seconds) / 3600:.2f} core-hours" in readme
