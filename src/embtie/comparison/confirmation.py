@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from embtie.comparison.design_file import read_design
-from embtie.comparison.plan import split_strategies
+from embtie.comparison.grid import split_strategies
 from embtie.decisions import SequentialDesign
 from embtie.errors import ConfigError
 from embtie.metrics import DEFAULT_MARGINS
