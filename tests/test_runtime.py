@@ -47,7 +47,7 @@ def worker(rank, world, path, claimed_world, hang_destroy, timeout_s):
     rt = runtime.Runtime(rank=rank, world_size=claimed_world, owns_group=True)
     start = time.monotonic()
     runtime.teardown(rt, finished=True, timeout_s=timeout_s)
-    line = f"rank {rank} left after {time.monotonic() - start:.1f} s; initialized {dist.is_initialized()}\n"
+    line = f"rank {rank} left after {time.monotonic() - start:.1f} s; initialized {dist.is_initialized()}\\n"
     os.write(1, line.encode())  # one write: print's text and newline, two writes, interleaved across the ranks
     sys.stderr.flush()
     os._exit(0)  # as a torchrun worker ends (runtime.exit_process): gloo's thread destructors can abort at exit
