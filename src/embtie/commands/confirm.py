@@ -23,9 +23,9 @@ DESCRIPTION = (
     "the FRESH folders given are reported (each must be the same design as ORIGINAL)."
 )
 EXAMPLES = (
-    "embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 2 --out runs/cmp train.max_steps=50",
-    "embtie confirm runs/cmp --out runs/cmp-fresh",
-    "embtie confirm runs/cmp runs/cmp-fresh --report-only",
+    "embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 2 --out runs/base train.max_steps=50",
+    "embtie confirm runs/base --out runs/base-fresh",
+    "embtie confirm runs/base runs/base-fresh --report-only",
 )
 
 
