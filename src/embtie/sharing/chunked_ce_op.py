@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from embtie.sharing.chunked_ce import chunked_cross_entropy
-from embtie.sharing.head import Head, accumulation_dtype
+from embtie.sharing.head import Head, accumulation_dtype, compute_dtype
 from embtie.sharing.softcap import CapShape, SoftcapForm
 
 _NO_GRADIENT = 0
@@ -158,12 +158,7 @@ def traced_chunked_cross_entropy(
         float(head.z_loss),
         chunk_size,
         grads,
-        _compute_dtype(x),
+        compute_dtype(x),
     )
     return loss
 
-
-def _compute_dtype(x: Tensor) -> torch.dtype:
-    """The dtype the matmuls run in: the autocast dtype where autocast is on for x's device, else x's."""
-    kind = x.device.type
-    return torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype

@@ -137,6 +137,12 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+def compute_dtype(x: Tensor) -> torch.dtype:
+    """The dtype the logits' matmul runs in: the autocast dtype where autocast is on for x's device, else x's."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
 def row_norm(w: Tensor, eps: float = 1e-12) -> Tensor:
     """(V, d) -> (V,) L2 norm of each row, accumulated in at least float32 (no float copy of w), clamped
     away from zero."""

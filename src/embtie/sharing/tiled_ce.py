@@ -39,17 +39,12 @@ from torch import Tensor
 
 from embtie.errors import ConfigError
 from embtie.sharing.factorized import fold_factor
-from embtie.sharing.head import Head
+from embtie.sharing.head import Head, compute_dtype
 from embtie.sharing.tiled_ce_op import tiled_ce
 
 TILED_DTYPES = (torch.float32, torch.bfloat16)
 """the compute dtypes the kernels are tested in."""
 
-
-def compute_dtype(x: Tensor) -> torch.dtype:
-    """The dtype the logits' matmul runs in: the autocast dtype under autocast, else x's."""
-    device = x.device.type
-    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 @torch.compiler.assume_constant_result
