@@ -5,8 +5,9 @@ older than design files, from DIR/results.json: its ``command`` (the strategies 
 metric, the margins and the looks), its ``preset`` and ``overrides``. The seeds the original used are every
 seed of its rows and of its design's looks; a confirmation starts past all of them. ``compare_args`` is the
 ``embtie compare`` command line that re-runs the design on other seeds; ``differences`` names what makes
-two folders two designs (the arms, baseline, metric, margins, preset or overrides: the seeds and looks may
-differ, that is the point of a confirmation).
+two folders two designs (the arms, baseline, metric, margins, preset, overrides or how the arms were matched
+in parameters or FLOPs: the seeds and looks may differ, that is the point of a confirmation). A ladder is
+refused (it is a list of comparisons: each rung is re-run by hand with --first-seed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
 from embtie.comparison.design_file import read_design
 from embtie.comparison.grid import split_strategies
 from embtie.decisions import SequentialDesign
@@ -25,9 +27,10 @@ from embtie.metrics import DEFAULT_MARGINS
 
 # compare options that take a value, and the flags that take none (what an old results.json command holds)
 _VALUED = {"--strategies", "--seeds", "--first-seed", "--out", "--jobs", "--margin", "--max-seeds", "--metric",
-           "--seeds-per-round", "--test-file", "--baseline", "--analysis", "--launcher"}  # fmt: skip
+           "--seeds-per-round", "--test-file", "--baseline", "--analysis", "--launcher", "--match",
+           "--match-tolerance"}  # fmt: skip
 _FLAGS = {"--until-decided", "--test", "--no-progress", "--report-only", "--debug", "--quiet", "--dry-run"}
-_REFUSED = {"--ladder", "--tokens-per-param", "--extrapolate", "--match", "--match-tolerance"}
+_REFUSED = {"--ladder", "--tokens-per-param", "--extrapolate"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class OriginalDesign:
     analysis: str | None
     source: str
     """where it was read: ``design.json`` or ``results.json``."""
+    match: str | None = None
+    """how the arms were matched, as design.json writes it (``params:0.05``), or None."""
 
     @property
     def next_seed(self) -> int:
@@ -67,11 +72,14 @@ class OriginalDesign:
             args += ["--margin", ",".join(self.margins)]
         if self.analysis is not None:
             args += ["--analysis", self.analysis]
+        if self.match is not None:
+            mode, _, tolerance = self.match.partition(":")
+            args += ["--match", mode] + (["--match-tolerance", tolerance] if tolerance else [])
         return args + list(self.overrides)
 
     def differences(self, other: OriginalDesign) -> str:
         """What makes ``other`` another design than this one ('' when it re-runs this one)."""
-        fields = ("preset", "strategies", "baseline", "metric", "margins", "overrides")
+        fields = ("preset", "strategies", "baseline", "metric", "margins", "overrides", "match")
         changed = [f for f in fields if getattr(self, f) != getattr(other, f)]
         return "; ".join(f"{f}: {_shown(getattr(self, f))} -> {_shown(getattr(other, f))}" for f in changed)
 
@@ -115,7 +123,8 @@ def read_original(folder: Path) -> OriginalDesign:
         used = set(rows_seeds) | set(range(int(d["first_seed"]), int(d["first_seed"]) + looks[-1]))
         margins = tuple(f"{k}={v}" for k, v in sorted(d["margins"].items()) if DEFAULT_MARGINS[k].spec() != v)
         return OriginalDesign(str(d["preset"]), tuple(d["strategies"]), str(d["baseline"]), d.get("metric"),
-                              margins, looks, tuple(d["overrides"]), tuple(sorted(used)), analysis, "design.json")
+                              margins, looks, tuple(d["overrides"]), tuple(sorted(used)), analysis, "design.json",
+                              d.get("match"))
     if saved is None or not saved.get("command"):
         what = "no results.json" if saved is None else "a results.json without the command that made it"
         raise ConfigError(f"{folder} has no design.json and {what}: it holds no comparison to confirm; give the "
@@ -132,8 +141,8 @@ def _command_options(saved: dict[str, Any]) -> dict[str, str]:
     while i < len(words):
         word, value = [*words[i].split("=", 1), ""][:2] if words[i].startswith("--") else (words[i], "")
         if word in _REFUSED:
-            raise ConfigError(f"its command uses {word}: a ladder or matched comparison is not re-run by "
-                              f"`embtie confirm`; run its compare command with --first-seed by hand")  # fmt: skip
+            raise ConfigError(f"its command uses {word}: a ladder is not re-run by `embtie confirm`; run each "
+                          f"rung's compare command with --first-seed by hand")  # fmt: skip
         if word in _VALUED:
             if not value:
                 i += 1
@@ -177,4 +186,13 @@ def _from_command(folder: Path, saved: dict[str, Any], rows_seeds: tuple[int, ..
         seeds_used=tuple(sorted(set(rows_seeds))),
         analysis=analysis,
         source="results.json",
+        match=_match_of(options),
     )
+
+
+def _match_of(options: dict[str, str]) -> str | None:
+    """An old command's --match and --match-tolerance as design.json writes them (``params:0.05``)."""
+    if "--match" not in options:
+        return None
+    tolerance = float(options.get("--match-tolerance", DEFAULT_MATCH_TOLERANCE))
+    return f"{options['--match']}:{tolerance:g}"
