@@ -21,6 +21,7 @@ from embtie.tasks.captioning.config import CaptionDataConfig
 from embtie.tasks.lm.config import LMDataConfig
 from embtie.tasks.translation.config import MTDataConfig
 from embtie.training import optim
+from tiny_runs import TINY_GPT_BODY
 
 DATA_CONFIGS = (LMDataConfig, MTDataConfig, CaptionDataConfig)
 DATA_KEYS = sorted({f"data.{f.name}" for c in DATA_CONFIGS for f in dataclasses.fields(c)})
@@ -81,7 +82,29 @@ def test_muon_reach_counts_the_linear_weights_of_the_body():
     cfg = load_config("ptb-gpt-tiny", ["train.optimizer=muon"])
     body = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 4, bias=False))
     assert optim.muon_reach(body) == (2, 4 * 8 + 8 * 4)
-    optim.check_reach(body, cfg.train)
+    assert optim.check_reach(body, cfg.train) is None  # every body matrix reached: nothing to say
     with pytest.raises(ConfigError, match=r"train\.optimizer=muon reaches 0 parameters of this model"):
         optim.build_optimizer(nn.Sequential(Conv1DLike(), nn.LayerNorm(4)), cfg.train)
     optim.check_reach(Conv1DLike(), load_config("ptb-gpt-tiny", []).train)  # adamw: nothing to reach
+
+
+def test_a_partial_muon_reach_is_said_with_its_counts():
+    cfg = load_config("ptb-gpt-tiny", ["train.optimizer=muon"])
+    body = nn.Sequential(nn.Embedding(16, 4), nn.Linear(4, 8), Conv1DLike(), nn.LSTM(8, 4), nn.Linear(4, 4))
+    # reached: the two Linear weights; missed: the Conv1D-like matrix and the LSTM's two; the position-like
+    # nn.Embedding is a lookup table, not missed
+    assert optim.muon_missed(body) == ["2.weight", "3.weight_ih_l0", "3.weight_hh_l0"]
+    note = optim.check_reach(body, cfg.train, "the model of m (gpt)")
+    left = 16 + 8 * 4 * 4 + 4 * 4 * 4
+    assert note == (f"note: train.optimizer=muon reaches 2 of the 5 body matrices of the model of m (gpt) "
+                    f"({4 * 8 + 16} of {4 * 8 + 16 + left:,} elements); the other 3 are not nn.Linear weights and "
+                    f"get AdamW (e.g. 2.weight)")
+
+
+def test_muon_on_embtie_s_gpt_reaches_every_body_matrix():
+    from embtie import tasks
+    from embtie.tasks.meta_model import build_on_meta
+
+    cfg = load_config("ptb-gpt-tiny", ["train.optimizer=muon", *TINY_GPT_BODY])
+    model = build_on_meta(cfg, tasks.get(cfg.task)(cfg))
+    assert optim.muon_reach(model)[0] > 0 and optim.check_reach(model, cfg.train) is None

@@ -1,4 +1,5 @@
-"""An optimizer option of a comparison that reaches no parameter is refused before anything trains.
+"""An optimizer option of a comparison that reaches no parameter is refused before anything trains, and
+one that reaches only part of the body says how much, once per arm.
 
 ``train.optimizer=muon`` gives Muon the weights of the body's ``nn.Linear`` layers (``embtie.training.optim``);
 a body built of other modules (a Hugging Face GPT-2's Conv1D blocks, an LSTM's cells) has none, and the run
@@ -9,6 +10,7 @@ arm of its own (``m=tied:train.optimizer=muon``) is refused before the arms list
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 from embtie import tasks
@@ -28,4 +30,6 @@ def check_optimizer_reach(arms: Mapping[str, RunConfig]) -> None:
         key = f"{cfg.task}|{cfg.data}"
         if key not in built:
             built[key] = tasks.get(cfg.task)(cfg)
-        check_reach(build_on_meta(cfg, built[key]), cfg.train, f"the model of {label} ({cfg.model.name})")
+        note = check_reach(build_on_meta(cfg, built[key]), cfg.train, f"the model of {label} ({cfg.model.name})")
+        if note is not None:  # a partial reach is shown once per arm, before anything trains
+            print(note, file=sys.stderr)

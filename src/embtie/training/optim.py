@@ -158,13 +158,26 @@ def muon_reach(model: nn.Module) -> tuple[int, int]:
     return len(groups["muon"]), sum(p.numel() for p in groups["muon"])
 
 
-def check_reach(model: nn.Module, cfg: TrainConfig, what: str = "this model") -> None:
+def muon_missed(model: nn.Module) -> list[str]:
+    """The names of the body's matrices that ``train.optimizer=muon`` leaves to AdamW although they are
+    neither vocabulary tables nor lookup tables: 2-D weights outside ``nn.Linear`` (a Conv1D, an LSTM's
+    ``weight_ih_l0``), which Muon's orthogonalised update would have reached had they been Linear layers.
+    Position tables (``nn.Embedding``) are lookups, not missed."""
+    groups, _ = _split(model, separate_head=False, muon=True)
+    decay = {id(p) for p in groups["decay"]}
+    lookups = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    return [n for n, p in model.named_parameters() if id(p) in decay and p.dim() == 2 and id(p) not in lookups]
+
+
+def check_reach(model: nn.Module, cfg: TrainConfig, what: str = "this model") -> str | None:
     """``train.optimizer=muon`` must reach a parameter: a model without ``nn.Linear`` layers in its body (a
     Hugging Face GPT-2 builds its blocks of transformers' Conv1D) would give every parameter AdamW, the very
-    run ``train.optimizer=adamw`` makes, under another name (a one-line ConfigError with the count)."""
+    run ``train.optimizer=adamw`` makes, under another name (a one-line ConfigError with the count). When it
+    reaches only some of the body's matrices, the one-line note to show (how many it reaches, how many get
+    AdamW instead, the first of those named); None when it reaches them all or the optimizer is not muon."""
     if cfg.optimizer != "muon":
-        return
-    tensors, _ = muon_reach(model)
+        return None
+    tensors, elements = muon_reach(model)
     if tensors == 0:
         raise ConfigError(
             f"train.optimizer=muon reaches 0 parameters of {what}: Muon updates the weights of nn.Linear layers "
@@ -173,12 +186,22 @@ def check_reach(model: nn.Module, cfg: TrainConfig, what: str = "this model") ->
             "as train.optimizer=adamw; use adamw, or a model with nn.Linear layers (model.name=gpt, "
             "model.hf=llama-tiny)"
         )
+    missed = muon_missed(model)
+    if not missed:
+        return None
+    params = dict(model.named_parameters())
+    left = sum(params[n].numel() for n in missed)
+    return (
+        f"note: train.optimizer=muon reaches {tensors} of the {tensors + len(missed)} body matrices of {what} "
+        f"({elements:,} of {elements + left:,} elements); the other {len(missed)} are not nn.Linear weights "
+        f"and get AdamW (e.g. {missed[0]})"
+    )
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     """The run's optimizer over ``param_groups``: SGD, AdamW, or Muon for the ``muon`` group with AdamW for
     the others (one ``MuonAdamW``, whose state and groups checkpoints hold as one optimizer's); muon that
-    reaches no parameter is refused (``check_reach``)."""
+    reaches no parameter is refused (``check_reach``; its note on a partial reach is the caller's to show)."""
     check_reach(model, cfg)
     groups = param_groups(model, cfg)
     if cfg.optimizer == "sgd":

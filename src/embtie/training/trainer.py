@@ -15,6 +15,7 @@ writes the summary. Where new training features go:
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from embtie.training import monitor, nonfinite, parallel, resume
 from embtie.training.clock import Clock
 from embtie.training.metrics_log import MetricsLog
 from embtie.training.objective import Objective, split
-from embtie.training.optim import build_optimizer, lr_factor, set_lr, total_steps
+from embtie.training.optim import build_optimizer, check_reach, lr_factor, set_lr, total_steps
 from embtie.training.path_shares import PathShareProbe
 from embtie.training.run_summary import summary_record
 from embtie.training.state import TrainState
@@ -54,6 +55,9 @@ class Trainer:
         self.model = self.task.build_model().to(rt.device)
         self.objective = parallel.prepare(self.model, Objective(self.model, self.task), self.tc, rt)
         self.optimizer = build_optimizer(self.model, self.tc)  # after prepare: FSDP replaces the parameters
+        reach = check_reach(self.model, self.tc)
+        if reach is not None and rt.is_main:
+            print(reach, file=sys.stderr)
         self.batches_per_epoch = self.task.steps_per_epoch(rt.world_size)
         self.steps_per_epoch = -(-self.batches_per_epoch // self.tc.accumulate)
         self.total = total_steps(self.tc, self.steps_per_epoch)
