@@ -40,6 +40,7 @@ INVARIANTS = [
     case("variant-test-file", variant("data.test_file=other.txt"), "data.test_file", SHARED),
     case("variant-eval-batch-size", variant("data.eval_batch_size=2"), "data.eval_batch_size", SHARED),
     case("variant-eval-batches", variant("train.eval_batches=3"), "train.eval_batches", "same batches"),
+    case("variant-eval-every", variant("train.eval_every=5"), "train.eval_every", "at the same steps"),
     case("variant-bptt", variant("data.bptt=32"), "data.bptt", "data.bptt-token windows"),
     case("variant-tokenizer", variant("data.tokenizer=bpe"), "data.tokenizer", "one tokenizer and vocabulary"),
     case("variant-vocab-size", variant("data.vocab_size=500"), "data.vocab_size", "vocabulary"),

@@ -49,6 +49,11 @@ SHARED: tuple[SharedKey, ...] = (
     SharedKey("data.max_len_*", EVALUATION + " (decoding decides BLEU)"),
     SharedKey("data.rare_max", EVALUATION),
     SharedKey("train.eval_batches", "the validation curves of every arm must cover the same batches"),
+    SharedKey(
+        "train.eval_every",
+        "every arm is validated at the same steps: the curves, the best checkpoint and early stopping choose "
+        "among the same evaluations",
+    ),
     SharedKey("data.tokenizer", VOCABULARY),
     SharedKey("data.vocab*", VOCABULARY),
     SharedKey("data.min_count", VOCABULARY),
@@ -57,7 +62,7 @@ SHARED: tuple[SharedKey, ...] = (
     SharedKey("data.*", CORPUS),
 )
 """The keys a labelled variant cannot set, first match wins: every ``data`` key but ``PER_ARM_DATA``, and
-``train.eval_batches``."""
+``train.eval_batches`` and ``train.eval_every``."""
 
 PER_ARM_DATA = frozenset(
     {
