@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIRMATIONS = [
     ("modded-untie-confirmation", "modded-nanogpt-head/untie-vs-tied", ["modded-untie-confirmation/fresh"]),
     ("su-ordering-confirmation", "su-ordering", ["su-ordering-confirmation/fresh"]),
+    ("quantization-confirmation", "quantization/int8", ["quantization-confirmation/int8"]),
 ]
 
 
@@ -54,3 +55,45 @@ def test_the_modded_untie_figures_are_the_runs():
     assert f"{len(runs)} runs, {sum(seconds):,.0f} s of" in readme
     assert f"({min(seconds):.0f}–{max(seconds):.0f} s a run" in readme
     assert f"{sum(seconds) / 3600:.2f}\ncore-hours" in readme or f"{sum(seconds) / 3600:.2f} core-hours" in readme
+
+
+def _runs(folder: Path) -> list[dict]:
+    import json
+
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("runs/*/seed*/summary.json"))]
+
+
+ZEN4 = {"cpu": "AMD EPYC", "cpu_capability": "AVX512", "kernel_env": {}, "threads": 1, "torch": "2.13.0+cpu"}
+
+
+def _said_pct(d: dict) -> str:
+    return f"{d['mean']:.2f}% [{d['ci'][0]:.2f}, {d['ci'][1]:.2f}] ({100 * d['ci_confidence']:.4g}%)"
+
+
+def _cost_quoted(readme: str, runs: list[dict]) -> None:
+    seconds = [r["elapsed_s"] for r in runs]
+    flat = " ".join(readme.split())
+    assert f"{len(runs)} runs, {sum(seconds):,.0f} s of" in flat
+    assert f"({min(seconds):.0f}–{max(seconds):.0f} s a run" in flat
+    assert f"{sum(seconds) / 3600:.2f} core-hours" in flat
+
+
+def test_the_quantization_confirmation_figures_are_the_runs():
+    import json
+
+    folder = ROOT / "results" / "quantization-confirmation"
+    readme = (folder / "README.md").read_text(encoding="utf-8").replace("−", "-")
+    design = json.loads((folder / "int8" / "design.json").read_text(encoding="utf-8"))
+    flat = " ".join(readme.split())
+    assert f"(design {design['hash']})" in flat and f"at {design['fixed_at'][:19]} UTC" in flat
+    assert design["runs_before"] == 0
+    runs = _runs(folder / "int8")
+    assert len(runs) == 15 and all(r["numerics"] == ZEN4 for r in runs)
+    _cost_quoted(readme, runs)
+    for name in ("int8", "int4"):
+        saved = json.loads((folder / name / "results.json").read_text(encoding="utf-8"))["verdicts"]
+        primary = saved[f"valid_ppl_{name}"]
+        assert primary["role"] == "primary"
+        untied, l2norm = primary["decisions"]["untied"], primary["decisions"]["l2norm"]
+        assert untied["verdict"] == "better" and _said_pct(untied) in flat
+        assert l2norm["verdict"] == "undecided" and f"{l2norm['mean']:.2f}%" in flat
