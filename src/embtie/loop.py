@@ -24,7 +24,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from embtie.errors import ConfigError
+from embtie.sharing.base import SharingStrategy
 from embtie.sharing.capabilities import VocabularyTables
+from embtie.sharing.step_call import check_optimizer, check_step
 from embtie.training.optim import param_groups
 
 __all__ = ["on_train_step", "optimizer_cls_and_kwargs", "param_groups"]
@@ -34,14 +37,27 @@ def on_train_step(
     model: nn.Module, step: int, total_steps: int, optimizer: torch.optim.Optimizer | None = None
 ) -> None:
     """Run ``on_train_step(step, total_steps, optimizer)`` of every embtie strategy in ``model`` (the model
-    itself may be one), before optimizer step ``step`` (0-based) of ``total_steps``. A model that holds none
-    is a one-line ValueError: the loop would train without embtie's hooks."""
+    itself may be one), before optimizer step ``step`` (0-based) of ``total_steps``.
+
+    The whole call is checked before any hook runs (``embtie.sharing.step_call``, the checks every strategy
+    makes): ``total_steps`` in ``train.max_steps``' range, ``step`` an integer in [0, total_steps), and an
+    optimizer that updates each strategy (required by one whose switch copies optimizer state, tie-untie).
+    A model that is not a module, or holds no strategy, is refused too: the loop would train without
+    embtie's hooks. Each refusal is a one-line ConfigError naming the argument."""
+    if not isinstance(model, nn.Module):
+        raise ConfigError(
+            f"embtie.on_train_step(model=...) must be the torch module being trained, not {type(model).__name__}"
+        )
     tables = [m for m in model.modules() if isinstance(m, VocabularyTables)]
     if not tables:
-        raise ValueError(
+        raise ConfigError(
             f"embtie.on_train_step: this {type(model).__name__} holds no embtie strategy; put one in it "
             "(embtie.sharing.build(...), or embtie.hf.apply for a Hugging Face model) or drop the call"
         )
+    check_step(step, total_steps)
+    for table in tables:  # every strategy's optimizer before any hook runs: none acts on a call another refuses
+        if isinstance(table, SharingStrategy):
+            check_optimizer(table, table.name, optimizer, table.needs_step_hook)
     for table in tables:
         table.on_train_step(step, total_steps, optimizer)
 

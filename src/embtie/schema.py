@@ -158,6 +158,12 @@ class Declaration:
         return check(value, self.type, key, self.setting, default=self.default)
 
 
+TRAINING_STEPS = Setting("a training's length in optimizer steps", ge=1)
+"""The range of a count of optimizer steps, declared once: ``train.max_steps`` (``TrainConfig``) and the
+``total_steps`` of a loop's ``on_train_step`` call (``embtie.sharing.step_call``, which cannot import the
+config) both take it."""
+
+
 NO_DEFAULT: Any = dataclasses.MISSING
 """the default of a declaration that has none."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Literal
 
 from embtie.errors import ConfigError
-from embtie.schema import Declared, Rule, Setting
+from embtie.schema import TRAINING_STEPS, Declared, Rule, Setting
 
 
 def _is_device(text: str) -> bool:
@@ -108,8 +108,10 @@ class TrainConfig(Declared):
     ] = 1.0
     max_steps: Annotated[
         int | None,
-        Setting(
-            "cap on optimizer steps, whatever epochs says; the schedule spans the capped length", ge=1, null="no cap"
+        replace(
+            TRAINING_STEPS,
+            help="cap on optimizer steps, whatever epochs says; the schedule spans the capped length",
+            null="no cap",
         ),
     ] = None
     grad_clip: Annotated[

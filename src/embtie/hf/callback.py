@@ -25,8 +25,10 @@ require_transformers()
 
 from transformers import TrainerCallback  # noqa: E402
 
+from embtie.errors import ConfigError  # noqa: E402
 from embtie.hf.model import EmbtieModelMixin  # noqa: E402
 from embtie.hf.peft_compat import active_sharing  # noqa: E402
+from embtie.schema import TRAINING_STEPS, check  # noqa: E402
 from embtie.sharing.base import SharingStrategy  # noqa: E402
 
 
@@ -44,28 +46,43 @@ def sharing_objects(model: nn.Module) -> list[SharingStrategy]:
 
 class EmbtieCallback(TrainerCallback):
     """Calls ``on_train_step(step, total, optimizer)`` of the patched model's sharing object before every
-    optimizer step of a transformers ``Trainer`` (a ConfigError at the start of training when the model
-    holds no embtie sharing object)."""
+    optimizer step of a transformers ``Trainer``. Refused, each with a one-line ConfigError naming the
+    callback: a model with no embtie sharing object; a training whose ``max_steps`` is outside
+    ``train.max_steps``' range (``schema.TRAINING_STEPS``, checked at the start of training); a
+    step before ``on_train_begin`` ran (the callback added after training began, or called by hand); and
+    what ``on_train_step`` refuses (``embtie.sharing.step_call``: a step outside the training, no optimizer
+    or another model's for tie-untie)."""
 
     def __init__(self) -> None:
         self.calls: list[int] = []
         """the steps the hook ran at (for checks and logs)."""
+        self.began = False
+        """whether ``on_train_begin`` has run (a step before it has no training to belong to)."""
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kwargs: Any):
-        from embtie.errors import ConfigError
-
         if model is None or not sharing_objects(model):
             raise ConfigError(
                 "EmbtieCallback needs a model patched by embtie.hf.apply (or loaded with embtie.hf.load); "
                 "this Trainer's model has no embtie sharing object: drop the callback or apply a strategy"
             )
+        check(state.max_steps, int, "EmbtieCallback: the Trainer's max_steps", TRAINING_STEPS)
+        self.began = True
 
     def on_step_begin(
         self, args: Any, state: Any, control: Any, model: nn.Module | None = None, optimizer: Any = None, **kwargs: Any
     ):
-        assert model is not None
+        if not self.began:
+            raise ConfigError(
+                f"EmbtieCallback.on_step_begin ran at step {state.global_step} before on_train_begin: pass the "
+                "callback to Trainer(callbacks=[EmbtieCallback()]) before trainer.train(), not after training began"
+            )
+        if model is None:
+            raise ConfigError("EmbtieCallback.on_step_begin got no model: the Trainer passes its model; call it so")
         for sharing in sharing_objects(model):
-            sharing.on_train_step(state.global_step, state.max_steps, optimizer)
+            try:
+                sharing.on_train_step(state.global_step, state.max_steps, optimizer)
+            except ConfigError as e:  # the Trainer made the call: say so, keep the line
+                raise ConfigError(f"EmbtieCallback at the Trainer's step {state.global_step}: {e}") from None
         self.calls.append(state.global_step)
 
 

@@ -14,6 +14,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from embtie.sharing.step_call import check_step
+
 
 class VocabularyTables(nn.Module):
     """A module with tables indexed by token id (subclasses set ``vocab_size``)."""
@@ -45,4 +47,7 @@ class VocabularyTables(nn.Module):
 
     def on_train_step(self, step: int, total_steps: int, optimizer: torch.optim.Optimizer | None = None) -> None:
         """Called by the trainer before optimizer step ``step`` (0-based) of ``total_steps``, with the
-        optimizer whose state a change of parameters may need to carry over."""
+        optimizer whose state a change of parameters may need to carry over. Here only the step is checked
+        (``step_call.check_step``: an integer in [0, total_steps), total_steps in ``train.max_steps``'s
+        range), so that a table with nothing to do refuses what a strategy refuses."""
+        check_step(step, total_steps)

@@ -1,5 +1,7 @@
-"""The checks of a loop's ``on_train_step(step, total_steps, optimizer)`` call (``SharingStrategy``): the
-ranges the trainer's own keys have (``train.max_steps >= 1``), and an optimizer that updates the strategy.
+"""The checks of a loop's ``on_train_step(step, total_steps, optimizer)`` call (``SharingStrategy``, any other
+``VocabularyTables``, ``embtie.loop.on_train_step`` and ``EmbtieCallback``): the range of the trainer's own
+key (``total_steps`` takes ``schema.TRAINING_STEPS``, the range ``train.max_steps`` is declared with, so the
+bound is written once), a step inside the training, and an optimizer that updates the strategy.
 
 A loop's mistakes here are silent otherwise: a NaN or negative step never reaches tie-untie's switch, a
 training of 0 steps unties at once, and an optimizer of another model (or none) leaves O without E's Adam
@@ -13,19 +15,24 @@ from typing import Any
 from torch import nn
 
 from embtie.errors import ConfigError
-from embtie.schema import Setting, check
+from embtie.schema import TRAINING_STEPS, Setting, check
 
 
-def check_step_call(strategy: nn.Module, name: str, step: Any, total_steps: Any, optimizer: Any, needs: bool) -> None:
-    """Refuse a call whose ``step`` is not an integer in [0, total_steps), whose ``total_steps`` is not an
-    integer >= 1, or whose ``optimizer`` is not an optimizer holding ``strategy``'s parameters (None:
-    refused when ``needs``, the strategy's hook carrying optimizer state). ``name``: the strategy's."""
-    total = check(total_steps, int, "on_train_step(total_steps)", Setting(ge=1))
+def check_step(step: Any, total_steps: Any) -> tuple[int, int]:
+    """(step, total_steps) as ints, or a one-line ConfigError: ``total_steps`` in ``train.max_steps``'s range
+    (an integer >= 1), ``step`` an integer in [0, total_steps)."""
+    total = check(total_steps, int, "on_train_step(total_steps)", TRAINING_STEPS)
     at = check(step, int, "on_train_step(step)", Setting(ge=0))
     if at >= total:
         raise ConfigError(
             f"on_train_step(step={at}) is past the training's {total} steps; steps count from 0 to total_steps - 1"
         )
+    return at, total
+
+
+def check_optimizer(strategy: nn.Module, name: str, optimizer: Any, needs: bool) -> None:
+    """Refuse an ``optimizer`` that is not a torch optimizer holding ``strategy``'s trainable parameters
+    (None: refused when ``needs``, the strategy's hook carrying optimizer state). ``name``: the strategy's."""
     if optimizer is None:
         if needs:
             raise ConfigError(
@@ -45,3 +52,16 @@ def check_step_call(strategy: nn.Module, name: str, step: Any, total_steps: Any,
             f"on_train_step(optimizer=...): this optimizer updates none of strategy {name!r}'s parameters; "
             "pass the optimizer of the model that holds the strategy"
         )
+
+
+def check_step_call(strategy: nn.Module, name: str, step: Any, total_steps: Any, optimizer: Any, needs: bool) -> None:
+    """``check_step`` and ``check_optimizer`` of one call: the whole contract of ``on_train_step``."""
+    check_step(step, total_steps)
+    check_optimizer(strategy, name, optimizer, needs)
+
+
+def keeps_moments(optimizer: Any) -> bool:
+    """Whether ``optimizer`` keeps per-parameter moments once it has stepped (Adam's betas, SGD's momentum):
+    the state tie-untie's switch copies from E to O. SGD without momentum has none to copy."""
+    groups = getattr(optimizer, "param_groups", ())  # foreign: torch's optimizer, or accelerate's wrapper of it
+    return any("betas" in g or bool(g.get("momentum", 0)) for g in groups)

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from embtie.errors import ConfigError
 from embtie.schema import Setting
 from embtie.sharing.registry import register
+from embtie.sharing.step_call import keeps_moments
 from embtie.sharing.tied import Tied
 
 RetieTo = Literal["input", "average"]
@@ -131,10 +132,24 @@ class TieUntie(Tied):
         re-ties at ``retie_step``."""
         super().on_train_step(step, total_steps, optimizer)
         if not self._is_untied and step >= self.untie_step(total_steps):
+            self._check_moments(step, optimizer)
             self.untie(optimizer)
         retie = self.retie_step(total_steps)
         if retie is not None and self._is_untied and not self._is_retied and step >= retie:
             self.retie(optimizer)
+
+    def _check_moments(self, step: int, optimizer: torch.optim.Optimizer | None) -> None:
+        """Refuse an untie after step 0 whose optimizer keeps moments (``step_call.keeps_moments``) but holds
+        none for E: no optimizer step has updated E yet (a call before training, or a fresh optimizer at a
+        later step), so O would start without E's moments. A factorized E copies none anyway."""
+        if step == 0 or optimizer is None or self.factor_b is not None or not keeps_moments(optimizer):
+            return
+        if not optimizer.state.get(self.weight):
+            raise ConfigError(
+                f"strategy {self.name!r} unties at on_train_step(step={step}) but the optimizer holds no state "
+                "for E yet (no optimizer step has updated it), so O would start without E's Adam moments: call "
+                "on_train_step before every optimizer.step() from step 0, or load the optimizer's state first"
+            )
 
     @torch.no_grad()
     def untie(self, optimizer: torch.optim.Optimizer | None = None) -> None:

@@ -62,6 +62,7 @@ def param_groups(
     it (they scale each group's own initial lr). A loop that writes one lr into every group itself must
     multiply by ``group.get("lr_mult", 1.0)`` (as ``set_lr`` does), or the multiplier is lost.
     """
+    _check_arguments(model, cfg)
     _check_keywords(weight_decay, embedding_weight_decay, lr, head)
     emb, head_set = table_settings(cfg) if cfg is not None else (TableSettings(), TableSettings())
     wd = cfg.weight_decay if cfg is not None else 0.0
@@ -91,6 +92,18 @@ def param_groups(
             group["lr"] = lr * group.get("lr_mult", 1.0)
         out.append(group)
     return out
+
+
+def _check_arguments(model: object, cfg: object) -> None:
+    """``param_groups``' positional arguments of the types it reads: a one-line ConfigError naming them (a
+    config as a dict would otherwise fail deep inside with an AttributeError)."""
+    if not isinstance(model, nn.Module):
+        raise ConfigError(f"param_groups(model=...) must be the torch module to train, not {type(model).__name__}")
+    if cfg is not None and not isinstance(cfg, TrainConfig):
+        raise ConfigError(
+            f"param_groups(cfg=...) must be an embtie TrainConfig (embtie.config) or None, not {type(cfg).__name__}; "
+            "a foreign loop passes the keywords instead (weight_decay=..., lr=...)"
+        )
 
 
 def _check_keywords(
