@@ -11,18 +11,21 @@ import pytest
 from embtie.comparison.confirmation_report import confirmation_report
 
 ROOT = Path(__file__).resolve().parents[2]
-# (confirmation folder, original folder, fresh folders), all under results/
+# (confirmation file, original folder, fresh folders), all under results/
 CONFIRMATIONS = [
-    ("modded-untie-confirmation", "modded-nanogpt-head/untie-vs-tied", ["modded-untie-confirmation/fresh"]),
-    ("su-ordering-confirmation", "su-ordering", ["su-ordering-confirmation/fresh"]),
-    ("quantization-confirmation", "quantization/int8", ["quantization-confirmation/int8"]),
-]
+    ("modded-untie-confirmation/confirmation.md", "modded-nanogpt-head/untie-vs-tied",
+     ["modded-untie-confirmation/fresh"]),
+    ("su-ordering-confirmation/confirmation.md", "su-ordering", ["su-ordering-confirmation/fresh"]),
+    ("su-ordering-confirmation/confirmation-zen4.md", "su-ordering", ["su-ordering-confirmation/zen4"]),
+    ("quantization-confirmation/confirmation.md", "quantization/int8", ["quantization-confirmation/int8"]),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(("name", "original", "fresh"), CONFIRMATIONS, ids=[c[0] for c in CONFIRMATIONS])
-def test_the_confirmation_table_is_redrawn_from_the_runs_and_quoted(name, original, fresh, monkeypatch):
+@pytest.mark.parametrize(("file", "original", "fresh"), CONFIRMATIONS, ids=[c[0] for c in CONFIRMATIONS])
+def test_the_confirmation_table_is_redrawn_from_the_runs_and_quoted(file, original, fresh, monkeypatch):
     monkeypatch.chdir(ROOT)
-    saved = (ROOT / "results" / name / "confirmation.md").read_text(encoding="utf-8")
+    name = file.split("/")[0]
+    saved = (ROOT / "results" / file).read_text(encoding="utf-8")
     drawn = confirmation_report(Path("results", original), [Path("results", f) for f in fresh])
     assert drawn == saved
     readme = (ROOT / "results" / name / "README.md").read_text(encoding="utf-8")
@@ -97,3 +100,17 @@ def test_the_quantization_confirmation_figures_are_the_runs():
         untied, l2norm = primary["decisions"]["untied"], primary["decisions"]["l2norm"]
         assert untied["verdict"] == "better" and _said_pct(untied) in flat
         assert l2norm["verdict"] == "undecided" and f"{l2norm['mean']:.2f}%" in flat
+
+
+def test_the_su_ordering_second_attempt_figures_are_the_runs():
+    import json
+
+    folder = ROOT / "results" / "su-ordering-confirmation"
+    flat = " ".join((folder / "README.md").read_text(encoding="utf-8").split())
+    design = json.loads((folder / "zen4" / "design.json").read_text(encoding="utf-8"))
+    assert f"(design {design['hash']})" in flat and f"at {design['fixed_at'][:19]} UTC" in flat
+    assert design["runs_before"] == 0 and design["design"]["first_seed"] == 3100
+    runs = _runs(folder / "zen4")
+    assert len(runs) == 25 and all(r["numerics"] == ZEN4 for r in runs)
+    assert f"before the first of its {len(runs)} runs" in flat
+    _cost_quoted((folder / "README.md").read_text(encoding="utf-8"), runs)
