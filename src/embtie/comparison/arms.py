@@ -12,6 +12,11 @@ MATCH_MODES = ("params", "flops")
 """params: learned parameters; flops: training FLOPs per token (6 N + attention, ``planning.estimate``)."""
 
 DEFAULT_MATCH_TOLERANCE = 0.05
+
+
+def match_text(mode: str, tolerance: float) -> str:
+    """How a design records a match (design.json's ``match``, e.g. ``params:0.05``)."""
+    return f"{mode}:{tolerance:g}"
 """the largest relative gap |arm - target| / target a matched arm may keep. Depth moves in whole blocks, and
 one block of ptb-gpt-tiny (d = 128) is 197 k parameters, 6.7% of untied's 2.95 M: half a block (3.3%) is the
 gap the nearest depth can leave there, so 5% is the tightest round figure that every rung of a ladder meets."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE
+from embtie.comparison.arms import DEFAULT_MATCH_TOLERANCE, match_text
 from embtie.comparison.design_file import read_design
 from embtie.comparison.grid import split_strategies
 from embtie.decisions import SequentialDesign
@@ -142,7 +142,7 @@ def _command_options(saved: dict[str, Any]) -> dict[str, str]:
         word, value = [*words[i].split("=", 1), ""][:2] if words[i].startswith("--") else (words[i], "")
         if word in _REFUSED:
             raise ConfigError(f"its command uses {word}: a ladder is not re-run by `embtie confirm`; run each "
-                          f"rung's compare command with --first-seed by hand")  # fmt: skip
+                              f"rung's compare command with --first-seed by hand")  # fmt: skip
         if word in _VALUED:
             if not value:
                 i += 1
@@ -194,5 +194,4 @@ def _match_of(options: dict[str, str]) -> str | None:
     """An old command's --match and --match-tolerance as design.json writes them (``params:0.05``)."""
     if "--match" not in options:
         return None
-    tolerance = float(options.get("--match-tolerance", DEFAULT_MATCH_TOLERANCE))
-    return f"{options['--match']}:{tolerance:g}"
+    return match_text(options["--match"], float(options.get("--match-tolerance", DEFAULT_MATCH_TOLERANCE)))

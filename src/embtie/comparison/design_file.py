@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from embtie.comparison.arms import match_text
 from embtie.comparison.grid import CompareSpec
 from embtie.decisions import ONE_FAMILY
 from embtie.errors import ConfigError
@@ -71,7 +72,7 @@ class Design:
             looks=design.looks if design is not None else (spec.seeds,),
             first_seed=spec.first_seed,
             overrides=tuple(spec.overrides),
-            match=None if spec.matching is None else f"{spec.matching.mode}:{spec.matching.tolerance:g}",
+            match=None if spec.matching is None else match_text(spec.matching.mode, spec.matching.tolerance),
         )
 
     def content(self) -> dict[str, Any]:
