@@ -112,6 +112,12 @@ out $W/n3; case_ train-seed-minus-1e30 2 $E train ptb-gpt-tiny --out $W/n3 seed=
 out $W/n4; case_ train-lr-neg-zero 2 $E train ptb-gpt-tiny --out $W/n4 train.lr=-0
 out $W/n5; case_ train-lr-inf 2 $E train ptb-gpt-tiny --out $W/n5 train.lr=inf
 out $W/n6; case_ train-warmup-huge 2 $E train ptb-gpt-tiny --out $W/n6 train.warmup_steps=1e100
+# issue 54, class 5: every float key has a range (declared, or the integers' magnitude)
+out $W/n7; case_ train-lr-2pow63 2 $E train ptb-gpt-tiny --out $W/n7 train.lr=9.223372036854775808e18
+out $W/n7; case_ train-decay-1e308 2 $E train ptb-gpt-tiny --out $W/n7 train.weight_decay=1e308
+out $W/n7; case_ train-softcap-scale-1e308 2 $E train ptb-gpt-tiny --out $W/n7 sharing.options.softcap=30 \
+  sharing.options.softcap_form=sigmoid sharing.options.softcap_scale=1e308
+out $W/n7; case_ train-momentum-1 2 $E train ptb-gpt-tiny --out $W/n7 train.optimizer=sgd train.momentum=1
 
 echo "== no silent reinterpretation (issue 44)"
 case_ max-seeds-without-sequential 2 $E compare --max-seeds 8 --out $W/r1

@@ -63,6 +63,32 @@ def test_lstm_medium_preset_is_zarembas_medium():
         (["colour=red"], r"unknown key 'colour'; valid keys: task, seed"),
         (["trainmax_steps"], r"must look like key=value"),
         (["train.max_steps=2.5"], r"must be an integer"),
+        # every float key has a range: declared where the mathematics gives one, else the integers' magnitude
+        (["train.lr=9.223372036854775808e18"], r"train.lr=9.223372036854776e\+18 must be in \(0, 100\]"),
+        (["train.lr=1e308"], r"train.lr=1e\+308 must be in \(0, 100\]"),
+        (["train.momentum=1"], r"train.momentum=1 must be in \[0, 1\)"),
+        (["train.min_lr_ratio=2"], r"train.min_lr_ratio=2 must be in \[0, 1\]"),
+        (
+            ["train.weight_decay=1e308"],
+            r"train.weight_decay=1e\+308 is too large: a number here must be <= 2,147,483,647",
+        ),
+        (
+            [
+                "sharing.options.softcap=30",
+                "sharing.options.softcap_form=sigmoid",
+                "sharing.options.softcap_scale=1e308",
+            ],
+            r"softcap_scale=1e\+308 is too large: a number here must be <= 2,147,483,647 in magnitude",
+        ),
+        (
+            [
+                "sharing.options.softcap=30",
+                "sharing.options.softcap_form=sigmoid",
+                "sharing.options.softcap_shift=-1e308",
+            ],
+            r"softcap_shift=-1e\+308 is too large",
+        ),
+        (["model.rope_base=1e300"], r"model.rope_base=1e\+300 is too large"),
     ],
 )
 def test_invalid_configs_give_one_line_errors(overrides, message):
@@ -131,7 +157,7 @@ def test_numbers_in_overrides_parse_alike():
     assert cfg.sharing.options == {"z_loss": 1e-4, "softcap": 30.0}
     assert isinstance(cfg.train.max_steps, int) and isinstance(cfg.sharing.options["z_loss"], float)
     assert config_from_dict(cfg.to_dict()) == cfg
-    with pytest.raises(ConfigError, match=r"^train.lr=inf must be a finite number > 0"):
+    with pytest.raises(ConfigError, match=r"^train.lr=inf must be a finite number in \(0, 100\]"):
         load_config("ptb-gpt-tiny", ["train.lr=inf"])
     with pytest.raises(ConfigError, match=r"^sharing.options.z_loss=-0.0001 must be >= 0"):
         load_config("ptb-gpt-tiny", ["sharing.options.z_loss=-1e-4"])

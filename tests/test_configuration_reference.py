@@ -107,7 +107,7 @@ def test_filters_keep_one_task_model_and_strategy(capsys):
         "sharing.options (sharing.name: fixed)",
         "train",
     ]
-    assert "  train.lr: float = 0.001; allowed: > 0\n      peak learning rate (after warmup)\n" in out
+    assert "  train.lr: float = 0.001; allowed: in (0, 100]\n      peak learning rate (after warmup); the" in out
     assert "sharing.options.target_dim: int or null = null; allowed: >= 1, null (the model width)" in out
 
 

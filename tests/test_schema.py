@@ -130,3 +130,23 @@ def test_a_declared_dataclass_checks_and_converts_when_made():
         _Section(xs=[-1])
     with pytest.raises(ConfigError, match=r"needs demo.name"):
         _Section(n=11)
+
+
+@pytest.mark.parametrize(
+    ("value", "tp", "spec", "message"),
+    [
+        (1e308, float, Setting(gt=0), "k=1e+308 is too large: a number here must be <= 2,147,483,647 in magnitude"),
+        (-1e10, float, Setting(), "k=-10000000000.0 is too large: a number here must be <= 2,147,483,647"),
+        ([0.5, 3e9], list[float], Setting(ge=0), "k=[0.5, 3000000000.0] is too large: a number here"),
+        (2**31, int, Setting(ge=0), "k=2147483648 is too large: an integer here must be <= 2,147,483,647"),
+    ],
+)
+def test_every_number_without_an_upper_bound_has_the_integers_magnitude(value, tp, spec, message):
+    with pytest.raises(ConfigError) as e:
+        check(value, tp, "k", spec)
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_a_declared_upper_bound_replaces_the_magnitude_cap():
+    assert check(2.0**40, float, "k", Setting(gt=0, le=2.0**50)) == 2.0**40
+    assert check(float(2**31 - 1), float, "k", Setting(gt=0)) == 2**31 - 1

@@ -246,7 +246,10 @@ def check(value: Any, tp: Any, key: str, spec: Setting | None = None, *, default
     if _numbers_out_of_range(out, spec):
         raise ConfigError(f"{what} must be {_range_words(out, tp, spec)}{_default_hint(default)}")
     if _too_large(out, spec):
-        raise ConfigError(f"{what} is too large: an integer here must be <= {MAX_INT:,}{_default_hint(default)}")
+        kind = "an integer" if _has_int(out) else "a number"
+        raise ConfigError(
+            f"{what} is too large: {kind} here must be <= {MAX_INT:,} in magnitude{_default_hint(default)}"
+        )
     if isinstance(out, list) and not _length_ok(out, spec):
         raise ConfigError(f"{what} must be {describe(tp, spec)}{_default_hint(default)}")
     if spec.rule is not None and not spec.rule.test(out):
@@ -333,12 +336,21 @@ def _numbers_out_of_range(value: Any, spec: Setting) -> bool:
 
 
 def _too_large(value: Any, spec: Setting) -> bool:
-    """An integer (or one of a list) beyond ``MAX_INT`` where ``spec`` declares no upper bound of its own."""
+    """A number (or one of a list) beyond ``MAX_INT`` in magnitude where ``spec`` declares no upper bound of
+    its own: every numeric key has a range, an integer's what a 32-bit count holds, a float's the same (a
+    learning rate of 1e308 or a cap scale of 2**63 is no setting, and would end in inf or in a model that
+    cannot learn rather than in one line)."""
     if spec.le is not None or spec.lt is not None or isinstance(value, bool):
         return False
-    if isinstance(value, int):
+    if isinstance(value, int | float):
         return abs(value) > MAX_INT
     return isinstance(value, list) and any(_too_large(v, spec) for v in value)
+
+
+def _has_int(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_has_int(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _length_ok(value: list[Any], spec: Setting) -> bool:

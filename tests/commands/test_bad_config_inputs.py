@@ -88,9 +88,9 @@ def yaml_file(text: str) -> Callable[[Path], list[Any]]:
 CONFIG_CASES = [
     case("train-tokens-zero", train("data.train_tokens=0"), "data.train_tokens=0", ">= 2"),
     case("valid-tokens-negative", train("data.valid_tokens=-5"), "data.valid_tokens=-5", ">= 2", "or null"),
-    case("lr-infinite", train("train.lr=inf"), "train.lr=inf", "finite number > 0"),
-    case("lr-nan", train("train.lr=nan"), "train.lr=nan", "finite number > 0"),
-    case("lr-zero-in-exponent-form", train("train.lr=0e-4"), "train.lr=0.0", "> 0", "the default is"),
+    case("lr-infinite", train("train.lr=inf"), "train.lr=inf", "finite number in (0, 100]"),
+    case("lr-nan", train("train.lr=nan"), "train.lr=nan", "finite number in (0, 100]"),
+    case("lr-zero-in-exponent-form", train("train.lr=0e-4"), "train.lr=0.0", "in (0, 100]", "the default is"),
     case("seed-negative", train("seed=-1"), "seed=-1", ">= 0"),
     case("dropout-one", train("model.dropout=1"), "model.dropout=1", "in [0, 1)"),
     case("betas-out-of-range", train("train.betas=[0.9,1]"), "train.betas=[0.9, 1]", "2 numbers in [0, 1)"),
@@ -122,8 +122,8 @@ CONFIG_CASES = [
         "sharing.options.logit_scale=-10.0",
         "> 0",
     ),
-    case("yaml-number-out-of-range", yaml_file("lr: -1e-4"), "mine.yaml", "train.lr=-0.0001", "> 0"),
-    case("yaml-number-text", yaml_file("lr: fast"), "mine.yaml", "train.lr='fast'", "a number > 0"),
+    case("yaml-number-out-of-range", yaml_file("lr: -1e-4"), "mine.yaml", "train.lr=-0.0001", "in (0, 100]"),
+    case("yaml-number-text", yaml_file("lr: fast"), "mine.yaml", "train.lr='fast'", "a number in (0, 100]"),
     case(
         "vocab-size-below-the-characters",
         train("data.vocab_size=10", preset="multi30k-transformer-small", tiny=TINY_MT),
@@ -278,7 +278,7 @@ def _build(name: str, **options: Any) -> Any:
 
 
 API_CASES = [
-    _api(lambda: _train_config(lr=0), "train.lr=0 must be > 0"),
+    _api(lambda: _train_config(lr=0), "train.lr=0 must be in (0, 100]"),
     _api(lambda: _train_config(epochs=None, max_steps=None), "set at least one"),
     _api(lambda: _train_config(keep_checkpoints="1e0x"), "train.keep_checkpoints='1e0x' must be an integer >= 1"),
     _api(lambda: _lm_data(valid_tokens=-5), "data.valid_tokens=-5 must be >= 2"),

@@ -31,8 +31,8 @@ class Host(nn.Module):
         ({"weight_decay": -1}, r"param_groups\(weight_decay\)=-1 must be >= 0"),
         ({"weight_decay": math.nan}, r"param_groups\(weight_decay\)=nan must be a finite number >= 0"),
         ({"embedding_weight_decay": -0.1}, r"param_groups\(embedding_weight_decay\)=-0.1 must be >= 0"),
-        ({"lr": 0}, r"param_groups\(lr\)=0 must be > 0"),
-        ({"lr": math.inf}, r"param_groups\(lr\)=inf must be a finite number > 0"),
+        ({"lr": 0}, r"param_groups\(lr\)=0 must be in \(0, 100\]"),
+        ({"lr": math.inf}, r"param_groups\(lr\)=inf must be a finite number in \(0, 100\]"),
         ({"head": {"lr_mult": 2}}, r"param_groups\(head=\.\.\.\) must be a TableSettings .*, not dict"),
     ],
 )
@@ -233,8 +233,17 @@ def test_a_call_before_training_does_not_untie_without_e_s_moments():
         ),
         (lambda m: loop.param_groups(m, weight_decay=-1e-9), r"^param_groups\(weight_decay\)=-1e-09 must be >= 0"),
         (lambda m: loop.param_groups(m, weight_decay="x"), r"^param_groups\(weight_decay\)='?x'? must be"),
-        (lambda m: loop.param_groups(m, lr=-1e-3), r"^param_groups\(lr\)=-0.001 must be > 0"),
-        (lambda m: loop.param_groups(m, lr=math.nan), r"^param_groups\(lr\)=nan must be a finite number > 0"),
+        (lambda m: loop.param_groups(m, lr=-1e-3), r"^param_groups\(lr\)=-0.001 must be in \(0, 100\]"),
+        (lambda m: loop.param_groups(m, lr=math.nan), r"^param_groups\(lr\)=nan must be a finite number in \(0, 100\]"),
+        (
+            lambda m: loop.param_groups(m, lr=2.0**63),
+            r"^param_groups\(lr\)=9.223372036854776e\+18 must be in \(0, 100\]",
+        ),
+        (
+            lambda m: loop.param_groups(m, weight_decay=1e308),
+            r"^param_groups\(weight_decay\)=1e\+308 is too large: a number here must be <= 2,147,483,647",
+        ),
+        (lambda m: TableSettings(lr_mult=1e308), r"^TableSettings\.lr_mult=1e\+308 is too large"),
         (
             lambda m: loop.param_groups(m, embedding_weight_decay=-math.inf),
             r"^param_groups\(embedding_weight_decay\)=-inf must be a finite number >= 0",
@@ -320,3 +329,10 @@ def test_the_callback_refuses_what_on_train_step_refuses_naming_the_trainer(step
         hook.on_step_begin(None, _state(0, 10), None, model=None, optimizer=given["own"])
     hook.on_step_begin(None, _state(0, 10), None, model=model, optimizer=given["own"])  # the right call runs
     assert hook.calls == [0]
+
+
+def test_a_table_multiplier_may_pass_train_lr_s_own_bound():
+    """lr_mult is a ratio of two rates (an embedding lr of 0.3 over a body's 1e-3 is 300), not a rate."""
+    groups = param_groups(Host(), head=TableSettings(lr_mult=300.0), lr=1e-3)
+    head = next(g for g in groups if g.get("lr_mult") == 300.0)
+    assert head["lr"] == pytest.approx(0.3)

@@ -5,6 +5,8 @@ process killed at any point of a checkpoint write resumes to bitwise the same we
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import shutil
 import signal
@@ -73,11 +75,11 @@ def test_nan_at_step_k_stops_at_k_and_keeps_the_last_finite_checkpoint(monkeypat
 
 
 def test_huge_learning_rate_stops_with_one_line_and_finite_checkpoints(tmp_path, capsys):
-    argv = ["train", "ptb-gpt-tiny", *TINY, "train.lr=1e6", "train.checkpoint_every=1", "train.grad_clip=null",
-            "--out", str(tmp_path)]  # fmt: skip
+    argv = ["train", "ptb-gpt-tiny", *TINY, "train.optimizer=sgd", "train.lr=100", "train.checkpoint_every=1",
+            "train.grad_clip=null", "--out", str(tmp_path)]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not finite" in err[0] and "train.lr=1e+06" in err[0], err
+    assert len(err) == 1 and "not finite" in err[0] and "train.lr=100," in err[0], err
     ckpts = sorted((tmp_path / "checkpoints").glob("step-*"))
     assert all(_finite(c) for c in ckpts)
     step = int(err[0].split("step ")[1].split(":")[0])
@@ -215,3 +217,47 @@ def test_sigkill_during_a_checkpoint_write_then_resume_is_bitwise_identical(poin
     a, b = reference_weights, load_file(str(run / "checkpoints/step-00000020/model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert not any(p.name.startswith(".tmp") for p in (run / "checkpoints").iterdir())
+
+
+def test_weights_that_turn_non_finite_are_never_checkpointed_and_said_once(monkeypatch, tmp_path):
+    """The first checkpoint (step 5) finds weights that are not finite: nothing is written, and the line
+    says so once, naming the step, the learning rate and that no checkpoint exists yet."""
+    from embtie.training import nonfinite
+
+    monkeypatch.setattr(nonfinite, "weights_are_finite", lambda model: False)
+    with pytest.raises(NonFiniteError) as e:
+        train(_cfg(), tmp_path)
+    text = str(e.value)
+    assert text.startswith("step 5: the weights are no longer finite, so this step's checkpoint was not written")
+    assert (
+        "train.lr=0.003" in text
+        and text.count("no checkpoint was written") == 1
+        and "no checkpoint was written yet" in text
+    )
+    assert "\n" not in text and checkpoints.latest(tmp_path) is None
+
+
+def test_a_non_finite_first_step_blames_the_initialisation_not_the_learning_rate(monkeypatch, tmp_path):
+    _poison(monkeypatch, {0})
+    with pytest.raises(NonFiniteError) as e:
+        train(_cfg(), tmp_path)
+    text = str(e.value)
+    assert text.startswith("step 0: loss nan is not finite") and "\n" not in text
+    assert "likely cause: the initialisation, not the learning rate: no update was applied yet" in text
+    assert "init_std" in text and text.count("no checkpoint was written") == 1
+
+
+def test_a_run_that_diverges_without_a_non_finite_step_says_so(tmp_path, capsys):
+    """AdamW at lr 100 keeps every step finite (its update is bounded by the lr) but ends thousands of nats
+    above a uniform guess: the run finishes, and one line says its perplexity is no model's."""
+    argv = ["train", "ptb-gpt-tiny", *TINY, "train.lr=100", "train.grad_clip=null", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: the final")]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["valid_ppl"] == math.inf and summary["valid_loss"] > 709
+    assert len(err) == 1 and "training diverged" in err[0] and "train.lr=100," in err[0], err
+
+
+def test_a_run_that_converges_prints_no_divergence_note(tmp_path, capsys):
+    assert main(["train", "ptb-gpt-tiny", *TINY, "--out", str(tmp_path)]) == 0
+    assert "training diverged" not in capsys.readouterr().err

@@ -148,7 +148,8 @@ Every key of a run config: its type, default, allowed values and meaning. Set th
 preset (sections `task`, `seed`, `data`, `model`, `sharing`, `train`) or as `key=value` overrides
 (`embtie train ptb-gpt-tiny train.lr=3e-4 sharing.options.z_loss=1e-4`). Numbers are read alike
 everywhere: `1e-4`, `1E4`, `.5`, `inf`, `-3` and `1_000` are numbers (and must be finite where a number
-is expected); `null` leaves an optional value unset. A value out of range is refused with one line that
+is expected; where a key states no upper bound, at most 2,147,483,647 in magnitude); `null` leaves an
+optional value unset. A value out of range is refused with one line that
 names the key, the value and what is allowed, before anything is written."""
 
 

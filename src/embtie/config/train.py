@@ -26,12 +26,16 @@ class TrainConfig(Declared):
             "strategy), AdamW (betas, eps) for everything else (modded-nanogpt)"
         ),
     ] = "adamw"
-    lr: Annotated[float, Setting("peak learning rate (after warmup)", gt=0)] = 1e-3
+    lr: Annotated[
+        float, Setting("peak learning rate (after warmup); the presets reach 35 (SGD on LSTMs)", gt=0, le=100)
+    ] = 1e-3
     betas: Annotated[list[float], Setting("AdamW's (beta1, beta2) moment decay rates", length=2, ge=0, lt=1)] = field(
         default_factory=lambda: [0.9, 0.95]
     )
-    eps: Annotated[float, Setting("AdamW's epsilon, added to the root of the second moment", gt=0)] = 1e-8
-    momentum: Annotated[float, Setting("SGD momentum (sgd only)", ge=0)] = 0.0
+    eps: Annotated[float, Setting("AdamW's epsilon, added to the root of the second moment", gt=0, le=1)] = 1e-8
+    momentum: Annotated[float, Setting("SGD momentum (sgd only); 1 or more never decays the velocity", ge=0, lt=1)] = (
+        0.0
+    )
     weight_decay: Annotated[
         float, Setting("decoupled (adamw) or L2 (sgd) decay of the model's matrices (ndim >= 2)", ge=0)
     ] = 0.0
@@ -44,6 +48,7 @@ class TrainConfig(Declared):
         Setting(
             "peak lr of the input tables (E; a tied E is both tables), on the same schedule as train.lr",
             gt=0,
+            le=100,
             null="train.lr",
         ),
     ] = None
@@ -56,6 +61,7 @@ class TrainConfig(Declared):
         Setting(
             "peak lr of a separate learned head O (untied, tie-untie); refused for a strategy without one",
             gt=0,
+            le=100,
             null="embedding_lr",
         ),
     ] = None
@@ -68,7 +74,7 @@ class TrainConfig(Declared):
     ] = None
     muon_lr: Annotated[
         float | None,
-        Setting("peak lr of the Muon group (optimizer muon), on train.lr's schedule", gt=0, null="train.lr"),
+        Setting("peak lr of the Muon group (optimizer muon), on train.lr's schedule", gt=0, le=100, null="train.lr"),
     ] = None
     muon_momentum: Annotated[float, Setting("Muon's momentum (optimizer muon; Nesterov)", ge=0, lt=1)] = 0.95
     muon_adjust_lr: Annotated[
@@ -86,8 +92,10 @@ class TrainConfig(Declared):
         ),
     ] = "constant"
     warmup_steps: Annotated[int, Setting("linear warmup from 0 to lr over this many optimizer steps", ge=0)] = 0
-    min_lr_ratio: Annotated[float, Setting("cosine and linear decay end at lr * min_lr_ratio", ge=0)] = 0.0
-    decay_factor: Annotated[float, Setting("the lr multiplier of the step and plateau schedules", gt=0)] = 0.5
+    min_lr_ratio: Annotated[float, Setting("cosine and linear decay end at lr * min_lr_ratio", ge=0, le=1)] = 0.0
+    decay_factor: Annotated[
+        float, Setting("the lr multiplier of the step and plateau schedules (1: no decay)", gt=0, le=1)
+    ] = 0.5
     decay_after_epochs: Annotated[int, Setting("step schedule: the epochs at the full lr before decaying", ge=0)] = 4
     plateau_patience: Annotated[
         int, Setting("validations without improvement of monitor before a plateau schedule decays the lr", ge=1)

@@ -50,7 +50,7 @@ def _value(t: torch.Tensor) -> str:
 
 def _newest(out: Path) -> str:
     ckpt = checkpoints.latest(out)
-    return f"the newest checkpoint, {ckpt}, is from before it" if ckpt else "no checkpoint was written"
+    return f"the newest checkpoint, {ckpt}, is from before it" if ckpt else "no checkpoint was written yet"
 
 
 def step_error(
@@ -100,6 +100,19 @@ def likely_cause(tc: TrainConfig, updates: int | None, resumed_from: str | None)
 def weights_error(step: int, tc: TrainConfig, out: Path) -> NonFiniteError:
     """The one-line error of weights that became non-finite by step ``step`` (no checkpoint written)."""
     return NonFiniteError(
-        f"step {step}: the weights are no longer finite, so no checkpoint was written; likely cause: a learning rate "
-        f"too high for this model (train.lr={tc.lr:g}); {_newest(out)}; lower train.lr into a new --out"
+        f"step {step}: the weights are no longer finite, so this step's checkpoint was not written; likely cause: a "
+        f"learning rate too high for this model (train.lr={tc.lr:g}); {_newest(out)}; lower train.lr into a new --out"
+    )
+
+
+def diverged_note(valid_loss: float, valid_ppl: float, tc: TrainConfig) -> str | None:
+    """One line when a run finished with every step finite but an infinite validation perplexity (a loss
+    past what exp holds, about 709 nats per token, where a uniform guess scores ln V): the training
+    diverged, and the run's figures are not a model's. None otherwise."""
+    if math.isfinite(valid_ppl):
+        return None
+    return (
+        f"note: the final validation perplexity is infinite (validation loss {valid_loss:.4g} nats per token): the "
+        f"training diverged; likely cause: a learning rate too high for this model (train.lr={tc.lr:g}, "
+        f"train.grad_clip={tc.grad_clip}); lower train.lr into a new --out"
     )

@@ -18,15 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from embtie.config import TrainConfig
-from embtie.schema import check_as
+from embtie.schema import Setting, check, check_as
+
+LR_MULT = Setting("a table's peak lr as a multiple of train.lr (train.embedding_lr / train.lr, ...)", gt=0)
+"""The range of ``lr_mult``: a ratio of two learning rates each in (0, 100], so not ``train.lr``'s own range
+(an embedding lr of 0.3 over a body's 1e-3 is 300); unbounded above but for the magnitude every number
+without a bound has (``embtie.schema``)."""
 
 
 @dataclass(frozen=True)
 class TableSettings:
     """One kind of table's optimizer settings: weight decay, peak lr as a multiple of train.lr, betas
     (None: the optimizer's own). Made from Python (``param_groups(head=...)``), each is checked with the
-    range of the config key it stands for (``train.embedding_weight_decay``, ``train.lr``,
-    ``train.betas``): a one-line ConfigError, never a value the optimizer would take silently."""
+    range of the config key it stands for (``train.embedding_weight_decay``, ``train.betas``; the multiplier
+    ``LR_MULT``): a one-line ConfigError, never a value the optimizer would take silently."""
 
     weight_decay: float = 0.0
     lr_mult: float = 1.0
@@ -34,7 +39,7 @@ class TableSettings:
 
     def __post_init__(self) -> None:
         wd = check_as(TrainConfig, "embedding_weight_decay", self.weight_decay, "TableSettings.weight_decay", float)
-        mult = check_as(TrainConfig, "lr", self.lr_mult, "TableSettings.lr_mult")
+        mult = check(self.lr_mult, float, "TableSettings.lr_mult", LR_MULT)
         betas = self.betas
         if betas is not None:
             betas = tuple(check_as(TrainConfig, "betas", list(_sequence(betas)), "TableSettings.betas"))

@@ -270,6 +270,9 @@ class Trainer:
             summary = summary_record(self.cfg, self.state, self.counts, self.state.step, self.steps_per_epoch,
                                      self.clock.elapsed(), self.rt)  # fmt: skip
             files.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
+            note = nonfinite.diverged_note(summary["valid_loss"], summary["valid_ppl"], self.tc)
+            if note is not None:
+                print(note, file=sys.stderr)
         self.log.metrics.close()
         runtime.barrier(self.rt)
         if not self.rt.is_main:
