@@ -81,6 +81,22 @@ def test_a_cycle_of_wins_decides_nothing():
     assert not choice.decided and choice.candidates == ()
 
 
+def test_an_undecided_choice_also_names_the_equals_already_shown():
+    """su-alike's shape: b and c are decided equivalent, neither is yet told from a, so nothing is chosen,
+    but the sentence says what the family has shown besides what is open."""
+    from embtie.decisions.verdict import Decision
+
+    def d(v: str) -> Decision:
+        return Decision(v, 4, 1.0, (0.5, 1.5), (0.6, 1.4), 0.01, 0.9, 0.01, 0.9, 0.05, 0.5, False, None, "t")
+
+    pairs = {("b", "a"): d("undecided"), ("c", "a"): d("undecided"), ("c", "b"): d("equivalent")}
+    choice = choose(["a", "b", "c"], pairs, higher_is_better=False)
+    assert not choice.decided and choice.candidates == ("a", "b", "c")
+    assert sentence(choice, "perplexity", Margin(2.0, relative=True)) == (
+        "no choice yet on perplexity: `a`, `b` and `c` remain (`b` vs `a` undecided; `c` vs `a` undecided; "
+        "`c` and `b` equivalent within ±2%), at 4 paired seeds.")
+
+
 def _wrong(choice, means: dict[str, float], higher_is_better: bool) -> bool:
     """A decided choice the truth contradicts: a member not truly better than a non-member, or two
     members truly at or beyond the margin from each other."""

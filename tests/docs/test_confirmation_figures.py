@@ -114,3 +114,35 @@ def test_the_su_ordering_second_attempt_figures_are_the_runs():
     assert len(runs) == 25 and all(r["numerics"] == ZEN4 for r in runs)
     assert f"before the first of its {len(runs)} runs" in flat
     _cost_quoted((folder / "README.md").read_text(encoding="utf-8"), runs)
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.2f}".replace("-", "−")
+
+
+def test_the_su_alike_figures_are_the_runs():
+    """results/su-alike: the design, machine and cost, and each pair's row of the README table, from the
+    runs and the results.json the comparison wrote; the claims table quotes the decided pair."""
+    import json
+
+    folder = ROOT / "results" / "su-alike"
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(text.split())
+    design = json.loads((folder / "design.json").read_text(encoding="utf-8"))
+    assert f"design {design['hash']} fixed at {design['fixed_at'][:19]} UTC" in flat and design["runs_before"] == 0
+    assert design["design"]["first_seed"] == 3200 and design["design"]["baseline"] == "tied-shuffle"
+    runs = _runs(folder)
+    assert len(runs) == 15 and all(r["numerics"] == ZEN4 for r in runs)
+    assert f"before the first of its {len(runs)} runs" in flat
+    _cost_quoted(text, runs)
+    pairs = json.loads((folder / "results.json").read_text(encoding="utf-8"))["verdicts"]["valid_ppl"]["choice"]
+    for name, d in pairs["pairs"].items():
+        ci = f"{_pct(d['mean'])}% [{_pct(d['ci'][0])}, {_pct(d['ci'][1])}] ({100 * d['ci_confidence']:.4g}%)"
+        tost = f"[{_pct(d['tost_ci'][0])}, {_pct(d['tost_ci'][1])}] ({100 * d['tost_confidence']:.4g}%)"
+        verdict = "**equivalent**" if d["verdict"] == "equivalent" else d["verdict"]
+        assert f"| {name} | {d['n']} | {ci} | {tost} | {verdict} |" in text, name
+    equal = pairs["pairs"]["untied vs tied-bert"]
+    assert equal["verdict"] == "equivalent" and f"equivalence p {equal['p_equivalence_holm']:.2g}" in flat
+    assert f"line says the same: {pairs['sentence']}" in flat
+    claims = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"untied and tied-bert **equivalent** ({_pct(equal['mean'])}%, {equal['n']} pairs)" in claims

@@ -186,7 +186,8 @@ def _join(names: Sequence[str]) -> str:
 
 def sentence(choice: Choice, metric: str, margin: Margin, cost_name: str = "parameters") -> str:
     """The answer in words: what to use, on which metric, decided at how many paired seeds; or what is
-    still open."""
+    still open, with the pairs of the remaining strategies already decided equivalent (a set of equals
+    in the making: what the family has shown so far is said, not only what it has not)."""
     if choice.decided:
         rest = [s for s in choice.strategies if s not in choice.use]
         if len(choice.use) == 1:
@@ -200,5 +201,8 @@ def sentence(choice: Choice, metric: str, margin: Margin, cost_name: str = "para
         return f"{said}, decided at {choice.n} paired seeds."
     open_pairs = choice.open_pairs()
     still = f"{_join(choice.candidates)} remain" if choice.candidates else "no strategy is unbeaten"
-    detail = "; ".join(f"`{a}` vs `{b}` undecided" for a, b in open_pairs)
+    equals = [p for p, d in choice.pairs.items()
+              if d.verdict == "equivalent" and p[0] in choice.candidates and p[1] in choice.candidates]  # fmt: skip
+    detail = "; ".join([f"`{a}` vs `{b}` undecided" for a, b in open_pairs]
+                       + [f"`{a}` and `{b}` equivalent within {margin.text()}" for a, b in equals])  # fmt: skip
     return f"no choice yet on {metric}: {still}{' (' + detail + ')' if detail else ''}, at {choice.n} paired seeds."
