@@ -50,9 +50,63 @@ def test_fresh_folders_confirm_or_contradict_and_pool(tmp_path):
 
 
 def test_a_folder_of_another_design_is_refused_in_one_line(tmp_path):
-    other = _copy(tmp_path, "other", 1.0, command="embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 5")
+    other = _copy(
+        tmp_path, "other", 1.0, command="embtie compare ptb-gpt-tiny --strategies tied,untied,l2norm --seeds 5"
+    )
     with pytest.raises(ConfigError) as err:
         confirmation_report(JOB, [other])
     line = str(err.value)
     assert "\n" not in line and "another design" in line
-    assert "strategies: tied,untied,tied-loginit -> tied,untied" in line
+    assert "strategies: tied,untied,tied-loginit -> tied,untied,l2norm" in line
+
+
+def _subset(tmp: Path, name: str, keep: set[str], untied_factor: float = 1.0) -> Path:
+    """A copy that re-ran only the strategies ``keep`` (its command says so, as `embtie compare` writes it)."""
+    out = _copy(tmp, name, untied_factor)
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    saved["rows"] = [r for r in saved["rows"] if r["strategy"] in keep]
+    saved["command"] = saved["command"].replace("tied,untied,tied-loginit", ",".join(sorted(keep)))
+    (out / "results.json").write_text(json.dumps(saved), encoding="utf-8")
+    return out
+
+
+def test_a_subset_keeping_the_baseline_is_a_re_check_of_its_strategies_only(tmp_path):
+    part = _subset(tmp_path, "part", {"tied", "untied"})
+    table = confirmation_report(JOB, [part]).splitlines()
+    untied = next(line for line in table if line.startswith("| untied |"))
+    loginit = next(line for line in table if line.startswith("| tied-loginit |"))
+    assert "better (-9.14, 5 pairs): confirmed" in untied and "5 pairs, 1 machine |" in untied
+    assert loginit.endswith("| - | - (not re-run) |")
+    no_baseline = _subset(tmp_path, "no-baseline", {"untied", "tied-loginit"})
+    with pytest.raises(ConfigError, match="another design"):
+        confirmation_report(JOB, [no_baseline])
+
+
+def test_pool_original_adds_the_original_as_a_block_and_one_machine_is_one_block(tmp_path):
+    """The original (5 pairs) and a copy 20% worse: pooled, the blocks' means are averaged, each counting once;
+    two folders recorded as one machine are one block whose pairs are all counted."""
+    worse = _subset(tmp_path, "worse", {"tied", "untied"}, 1.2)
+    alone = next(line for line in confirmation_report(JOB, [worse]).splitlines() if line.startswith("| untied |"))
+    pooled = confirmation_report(JOB, [worse], pool_original=True).splitlines()
+    assert "pooled over machines, the original's included |" in pooled[2]
+    untied = next(line for line in pooled if line.startswith("| untied |"))
+    assert alone.endswith("5 pairs, 1 machine |") and untied.endswith("10 pairs, 2 machines |")
+    saved = json.loads((JOB / "results.json").read_text(encoding="utf-8"))
+    pairs = [(r["valid_ppl"], next(b["valid_ppl"] for b in saved["rows"]
+              if b["strategy"] == "tied" and b["seed"] == r["seed"]))
+             for r in saved["rows"] if r["strategy"] == "untied"]  # fmt: skip
+    own = sum(100 * (u / t - 1) for u, t in pairs) / len(pairs)
+    made_worse = sum(100 * (1.2 * u / t - 1) for u, t in pairs) / len(pairs)
+    assert f", {(own + made_worse) / 2:+.2f} [" in untied  # the unweighted mean of the two blocks' means
+    import embtie.comparison.confirmation_report as report
+
+    twin = _subset(tmp_path, "twin", {"tied", "untied"}, 1.2)
+    machines = {"worse": "one CPU", "twin": "one CPU"}
+    original_machine = report.machine
+    report.machine = lambda f: machines.get(Path(f).name, original_machine(f))  # type: ignore[assignment]
+    try:
+        merged = next(line for line in confirmation_report(JOB, [worse, twin]).splitlines()
+                      if line.startswith("| untied |"))  # fmt: skip
+    finally:
+        report.machine = original_machine  # type: ignore[assignment]
+    assert merged.endswith("10 pairs, 1 machine |")

@@ -19,13 +19,15 @@ DESCRIPTION = (
     "re-runs it with `embtie compare` on fresh seeds (by default the first seed past every seed the original "
     "used) into --out on the machine at hand, then prints per strategy the original verdict, the fresh one and "
     "whether it is confirmed, contradicted or undecided, and a verdict pooled over the fresh folders with each "
-    "folder's machine (CPU model and kernel path, or GPU) as a block. With --report-only nothing is trained: "
-    "the FRESH folders given are reported (each must be the same design as ORIGINAL)."
+    "folder's machine (CPU model and kernel path, or GPU) as a block (--pool-original: ORIGINAL's pairs too). With "
+    "--report-only nothing is trained: the FRESH folders given are reported (each the same design as ORIGINAL, "
+    "or a subset of its strategies that keeps its baseline)."
 )
 EXAMPLES = (
     "embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 2 --out runs/base train.max_steps=50",
     "embtie confirm runs/base --out runs/base-fresh",
     "embtie confirm runs/base runs/base-fresh --report-only",
+    "embtie confirm runs/base runs/base-fresh runs/base-other-cpu --report-only --pool-original",
 )
 
 
@@ -40,14 +42,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the first fresh seed (default: past every seed the original used)")  # fmt: skip
     parser.add_argument("--seeds", type=number_arg(int, "--seeds", ge=2, most=10_000), default=None,
                         help="the first (or only) look's seeds, instead of the original's")  # fmt: skip
-    parser.add_argument("--until-decided", action="store_true",
-                        help="with --seeds: looks at --seeds, then --seeds-per-round more, up to --max-seeds")
+    parser.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="with --seeds: looks at --seeds, then --seeds-per-round more, up to --max-seeds",
+    )
     parser.add_argument("--max-seeds", type=number_arg(int, "--max-seeds", ge=2, most=10_000), default=None)
     parser.add_argument("--seeds-per-round", type=number_arg(int, "--seeds-per-round", ge=1, most=10_000),
                         default=None)  # fmt: skip
     parser.add_argument("--jobs", type=number_arg(int, "--jobs", ge=1, most=1024), default=1,
                         help="runs trained at once (default 1)")  # fmt: skip
     parser.add_argument("--report-only", action="store_true", help="train nothing: report ORIGINAL against FRESH")
+    parser.add_argument("--pool-original", action="store_true",
+                        help="count ORIGINAL's pairs as one more block of the pooled verdict (its machine as its "
+                             "runs recorded it); the pooled verdict then covers every machine measured")  # fmt: skip
     parser.add_argument("--write", type=path_arg("--write", "confirmation.md"), default=None,
                         help="also write the confirmation table to this Markdown file")  # fmt: skip
 
@@ -102,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from embtie.comparison.confirmation_report import confirmation_report
 
     fresh = _fresh_folders(args)
-    text = confirmation_report(Path(args.original), fresh)
+    text = confirmation_report(Path(args.original), fresh, pool_original=args.pool_original)
     print(text)
     if args.write is not None:
         Path(args.write).write_text(text, encoding="utf-8")

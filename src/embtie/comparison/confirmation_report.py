@@ -62,22 +62,47 @@ def _decisions(saved: dict[str, Any], key: str) -> dict[str, Decision]:
 
 
 def check_same_design(original: Path, fresh: Sequence[Path]) -> None:
-    """A ConfigError in one line when a fresh folder is another design than the original."""
+    """A ConfigError in one line when a fresh folder is another design than the original. A fresh folder may
+    re-run a subset of the original's strategies that keeps its baseline (a re-check of the claims about
+    those strategies only, e.g. on a machine where the whole grid costs too much)."""
     before = read_original(original)
     for folder in fresh:
-        changed = before.differences(read_original(folder))
+        after = read_original(folder)
+        changed = before.differences(after)
+        subset = set(after.strategies) <= set(before.strategies) and before.baseline in after.strategies
+        if subset and changed.startswith("strategies:") and "; " not in changed:
+            changed = ""
         if changed:
-            raise ConfigError(f"{folder} is another design than {original} ({changed}): a confirmation re-runs "
-                              f"the same design; give a folder `embtie confirm {original} --out ...` wrote")
+            raise ConfigError(
+                f"{folder} is another design than {original} ({changed}): a confirmation re-runs "
+                f"the same design; give a folder `embtie confirm {original} --out ...` wrote"
+            )
 
 
 def _said(d: Decision) -> str:
     return f"{d.verdict} ({d.mean:+.2f}, {d.n} pairs)"
 
 
-def confirmation_report(original: Path, fresh: Sequence[Path]) -> str:
+def _blocks(
+    folders: Sequence[dict[str, Any]], machines: Sequence[str], strategy: str, baseline: str, metric: Any
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per machine, the (strategy, baseline) values of every folder made on it, paired by seed within each
+    folder: two folders of one machine are one block, and a folder without the strategy adds nothing."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for saved, m in zip(folders, machines):
+        mine, base = paired_values(_rows(saved), strategy, baseline, metric)
+        if mine:
+            values, baseline_values = out.setdefault(m, ([], []))
+            values += mine
+            baseline_values += base
+    return out
+
+
+def confirmation_report(original: Path, fresh: Sequence[Path], pool_original: bool = False) -> str:
     """The confirmation table, one line of confirmed / contradicted / undecided per fresh folder, and the
-    pooled verdicts, as Markdown."""
+    pooled verdicts, as Markdown. The pooled column decides, in one family at 0.05, the strategies the fresh
+    folders re-ran, over their machines; with ``pool_original`` the original's pairs are one more block (its
+    machine as its runs recorded it, or "not recorded")."""
     check_same_design(original, fresh)
     orig = _saved(original)
     news = [_saved(f) for f in fresh]
@@ -87,15 +112,16 @@ def confirmation_report(original: Path, fresh: Sequence[Path]) -> str:
     before = _decisions(orig, metric.key)
     after = [_decisions(saved, metric.key) for saved in news]
     margin = margins_with({})[metric.margin_key]
-    by_strategy = {
-        s: blocked_difference({m: paired_values(_rows(new), s, baseline, metric) for m, new in zip(machines, news)},
-                              margin)
-        for s in before
-    }  # fmt: skip
-    pooled = decide_all(by_strategy, metric.higher_is_better)
+    pooled_folders, pooled_machines = ([orig, *news], [machine(original), *machines]) if pool_original else (
+        news, machines)  # fmt: skip
+    by_strategy = {s: blocks for s in before
+                   if _blocks(news, machines, s, baseline, metric)
+                   and (blocks := _blocks(pooled_folders, pooled_machines, s, baseline, metric))}  # fmt: skip
+    pooled = decide_all({s: blocked_difference(b, margin) for s, b in by_strategy.items()}, metric.higher_is_better)
+    title = "pooled over machines, the original's included" if pool_original else "pooled over machines"
     lines = [f"Original: {original} ({metric.label} against {baseline}, rule {rule_of(orig)}); fresh: "
              + ", ".join(f"{f} ({m})" for f, m in zip(fresh, machines)) + ".", "",
-             "| strategy | original | " + " | ".join(f"fresh: {m}" for m in machines) + " | pooled over machines |",
+             "| strategy | original | " + " | ".join(f"fresh: {m}" for m in machines) + f" | {title} |",
              "|---|---|" + "---|" * len(fresh) + "---|"]  # fmt: skip
     outcomes: list[dict[str, list[str]]] = [{c: [] for c in CONFIRMATIONS} for _ in fresh]
     for s, d in before.items():
@@ -108,8 +134,12 @@ def confirmation_report(original: Path, fresh: Sequence[Path]) -> str:
             outcome = confirmation(d, new)
             outcomes[i][outcome].append(s)
             cells.append(f"{_said(new)}: {outcome}")
-        p = pooled[s]
-        machines_said = f"{len(fresh)} machine" + ("s" if len(fresh) > 1 else "")
+        p = pooled.get(s)
+        if p is None:
+            lines.append(f"| {s} | {_said(d)} | " + " | ".join(cells) + " | - (not re-run) |")
+            continue
+        blocks = len(by_strategy[s])
+        machines_said = f"{blocks} machine" + ("s" if blocks > 1 else "")
         interval = f"[{p.ci[0]:+.2f}, {p.ci[1]:+.2f}] ({100 * p.confidences()[0]:.4g}%)"
         lines.append(f"| {s} | {_said(d)} | " + " | ".join(cells)
                      + f" | {p.verdict}, {p.mean:+.2f} {interval}, {p.n} pairs, {machines_said} |")  # fmt: skip
