@@ -138,8 +138,8 @@ def confirmation_report(original: Path, fresh: Sequence[Path], pool_original: bo
         if p is None:
             lines.append(f"| {s} | {_said(d)} | " + " | ".join(cells) + " | - (not re-run) |")
             continue
-        blocks = len(by_strategy[s])
-        machines_said = f"{blocks} machine" + ("s" if blocks > 1 else "")
+        n_blocks = len(by_strategy[s])
+        machines_said = f"{n_blocks} machine" + ("s" if n_blocks > 1 else "")
         interval = f"[{p.ci[0]:+.2f}, {p.ci[1]:+.2f}] ({100 * p.confidences()[0]:.4g}%)"
         lines.append(f"| {s} | {_said(d)} | " + " | ".join(cells)
                      + f" | {p.verdict}, {p.mean:+.2f} {interval}, {p.n} pairs, {machines_said} |")  # fmt: skip
