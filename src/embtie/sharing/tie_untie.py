@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from embtie.errors import ConfigError
 from embtie.schema import Setting
+from embtie.sharing import moments
 from embtie.sharing.registry import register
 from embtie.sharing.step_call import keeps_moments
 from embtie.sharing.tied import Tied
@@ -132,46 +133,49 @@ class TieUntie(Tied):
         re-ties at ``retie_step``."""
         super().on_train_step(step, total_steps, optimizer)
         if not self._is_untied and step >= self.untie_step(total_steps):
-            self._check_moments(step, optimizer)
-            self.untie(optimizer)
+            self.untie(optimizer, step)
         retie = self.retie_step(total_steps)
         if retie is not None and self._is_untied and not self._is_retied and step >= retie:
-            self.retie(optimizer)
+            self.retie(optimizer, step)
 
-    def _check_moments(self, step: int, optimizer: torch.optim.Optimizer | None) -> None:
-        """Refuse an untie after step 0 whose optimizer keeps moments (``step_call.keeps_moments``) but holds
-        none for E: no optimizer step has updated E yet (a call before training, or a fresh optimizer at a
-        later step), so O would start without E's moments. A factorized E copies none anyway."""
-        if step == 0 or optimizer is None or self.factor_b is not None or not keeps_moments(optimizer):
+    def _check_moments(self, step: int, optimizer: Any, state: moments.State | None, what: str) -> None:
+        """Refuse a switch after step 0 whose optimizer keeps moments (``step_call.keeps_moments``) but holds
+        none for the matrix they come from: no optimizer step has updated it yet (a call before training, or a
+        fresh optimizer at a later step), so the matrix would go on without them. ``state`` is that matrix's
+        (``moments.state_of``, the same on every rank)."""
+        if step == 0 or optimizer is None or state or not keeps_moments(optimizer):
             return
-        if not optimizer.state.get(self.weight):
-            raise ConfigError(
-                f"strategy {self.name!r} unties at on_train_step(step={step}) but the optimizer holds no state "
-                "for E yet (no optimizer step has updated it), so O would start without E's Adam moments: call "
-                "on_train_step before every optimizer.step() from step 0, or load the optimizer's state first"
-            )
+        lost = "O would start without E's Adam moments" if what == "unties" else "the re-tied E would not average them"
+        raise ConfigError(
+            f"strategy {self.name!r} {what} at on_train_step(step={step}) but the optimizer holds no state for "
+            f"{'E' if what == 'unties' else 'E and O'} yet (no optimizer step has updated it), so {lost}: call "
+            "on_train_step before every optimizer.step() from step 0, or load the optimizer's state first"
+        )
 
     @torch.no_grad()
-    def untie(self, optimizer: torch.optim.Optimizer | None = None) -> None:
-        """O <- E; E's optimizer state copied to O (unless E is factorized: O's state then starts empty)."""
+    def untie(self, optimizer: torch.optim.Optimizer | None = None, step: int = 0) -> None:
+        """O <- E; E's optimizer state copied to O (unless E is factorized: O's state then starts empty).
+        After step 0 an optimizer that keeps moments must hold E's (``_check_moments``)."""
+        if optimizer is not None and self.factor_b is None:
+            state = moments.state_of(optimizer, self.weight)  # a collective under ZeRO: every rank calls it
+            self._check_moments(step, optimizer, state, "unties")
+            moments.set_state(optimizer, self.out_weight, state)
+        elif optimizer is not None:
+            moments.set_state(optimizer, self.out_weight, None)
         self.out_weight.copy_(self.embedding_matrix())
-        if optimizer is not None:
-            optimizer.state.pop(self.out_weight, None)
-            state = optimizer.state.get(self.weight)
-            if state and self.factor_b is None:
-                optimizer.state[self.out_weight] = {
-                    k: v.clone() if isinstance(v, Tensor) else v for k, v in state.items()
-                }
         self.untied.fill_(1.0)
         self._is_untied = True
 
     @torch.no_grad()
-    def retie(self, optimizer: torch.optim.Optimizer | None = None) -> None:
-        """E becomes the one matrix again (``retie_to``: input, or average with the moments averaged)."""
+    def retie(self, optimizer: torch.optim.Optimizer | None = None, step: int = 0) -> None:
+        """E becomes the one matrix again (``retie_to``: input, or average with the moments averaged; an
+        average after step 0 needs both matrices' moments when the optimizer keeps them)."""
         if self.retie_to == "average":
-            self.weight.add_(self.out_weight).mul_(0.5)
             if optimizer is not None:
-                _average_state(optimizer, self.weight, self.out_weight)
+                mine, theirs = moments.state_of(optimizer, self.weight), moments.state_of(optimizer, self.out_weight)
+                self._check_moments(step, optimizer, mine and theirs, "re-ties")
+                moments.set_state(optimizer, self.weight, moments.averaged(mine, theirs, self.weight.shape))
+            self.weight.add_(self.out_weight).mul_(0.5)
         if self.retied is not None:
             self.retied.fill_(1.0)
         self._is_retied = True
@@ -202,15 +206,3 @@ def _check_retie(untie_at: float, retie_at: float | None, retie_to: str, factor_
             "option retie_to=average cannot write (E + O) / 2 into a factorized E = A B (factor_rank); "
             "use retie_to=input"
         )
-
-
-def _average_state(optimizer: torch.optim.Optimizer, keep: Tensor, other: Tensor) -> None:
-    """``keep``'s optimizer moments <- the average of its own and ``other``'s (tensors of the parameter's
-    shape; the step count and other entries stay ``keep``'s). Nothing when either has no state yet."""
-    mine, theirs = optimizer.state.get(keep), optimizer.state.get(other)
-    if not mine or not theirs:
-        return
-    for k, v in mine.items():
-        o = theirs.get(k)
-        if isinstance(v, Tensor) and isinstance(o, Tensor) and v.shape == keep.shape and o.shape == v.shape:
-            v.add_(o).mul_(0.5)
