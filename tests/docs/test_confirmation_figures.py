@@ -18,6 +18,7 @@ CONFIRMATIONS = [
     ("su-ordering-confirmation/confirmation.md", "su-ordering", ["su-ordering-confirmation/fresh"]),
     ("su-ordering-confirmation/confirmation-zen4.md", "su-ordering", ["su-ordering-confirmation/zen4"]),
     ("quantization-confirmation/confirmation.md", "quantization/int8", ["quantization-confirmation/int8"]),
+    ("ladder-matched-m-confirmation/confirmation.md", "ladder-matched-m", ["ladder-matched-m-confirmation/fresh"]),
 ]  # fmt: skip
 
 
@@ -146,3 +147,28 @@ def test_the_su_alike_figures_are_the_runs():
     assert f"line says the same: {pairs['sentence']}" in flat
     claims = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"untied and tied-bert **equivalent** ({_pct(equal['mean'])}%, {equal['n']} pairs)" in claims
+
+
+def test_the_ladder_matched_m_confirmation_figures_are_the_runs():
+    import json
+
+    folder = ROOT / "results" / "ladder-matched-m-confirmation"
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(text.replace("−", "-").split())
+    design = json.loads((folder / "fresh" / "design.json").read_text(encoding="utf-8"))
+    assert f"design {design['hash']} fixed at {design['fixed_at'][:19]} UTC" in flat and design["runs_before"] == 0
+    assert design["design"]["first_seed"] == 3300
+    runs = _runs(folder / "fresh")
+    assert len(runs) == 9 and all(r["numerics"] == ZEN4 for r in runs)
+    assert f"before the first of its {len(runs)} runs" in flat
+    _cost_quoted(text, runs)
+    learned = {r["strategy"]: r["params_learned"] for r in runs}
+    assert f"tied and l2norm {learned['tied']:,} learned" in flat and learned["l2norm"] == learned["tied"]
+    assert f"untied {learned['untied']:,} (1 block)" in flat
+    verdicts = json.loads((folder / "fresh" / "results.json").read_text(encoding="utf-8"))["verdicts"]["valid_ppl"]
+    untied = verdicts["decisions"]["untied"]
+    assert untied["verdict"] == "worse" and untied["model_based"] and f"exact p {untied['p_signflip']:.2g}" in flat
+    lo, hi = untied["ci"]
+    ci = f"{untied['mean']:+.2f}%, CI [{lo:+.2f}, {hi:+.2f}] ({100 * untied['ci_confidence']:.4g}%)"
+    assert ci in flat
+    assert f"(-{abs(verdicts['decisions']['l2norm']['mean']):.2f}%, original" in flat

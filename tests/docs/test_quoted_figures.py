@@ -724,7 +724,7 @@ def test_every_results_folder_a_document_cites_has_figures_checked(doc: str):
 
 LINK_ONLY: dict[str, set[str]] = {
     R: {"default-job", "shalev-multi30k/de-en", "wikitext2-adaptive", "modded-untie-confirmation",
-        "su-ordering-confirmation", "quantization-confirmation", "su-alike"},  # default job: its section has its own rows; wikitext2-adaptive: the superseded grid, linked beside its decision; the confirmations: cited for their status words, their figures checked by tests/docs/test_confirmation_figures.py
+        "su-ordering-confirmation", "quantization-confirmation", "su-alike", "ladder-matched-m-confirmation"},  # default job: its section has its own rows; wikitext2-adaptive: the superseded grid, linked beside its decision; the confirmations: cited for their status words, their figures checked by tests/docs/test_confirmation_figures.py
     D: {"press-wolf"},
 }
 """document -> results folders it links without quoting a figure of theirs."""
