@@ -177,6 +177,40 @@ for f in glob.glob("$W/nan/checkpoints/*/model.safetensors"):
 PY
 case_ eval-nan-weights 2 $E eval $W/nan
 
+echo "== issue 54: one case or more per class of its catalogue (classes 1-8 of the issue)"
+HT="train.max_steps=4 train.threads=1 data.train_tokens=4000 data.valid_tokens=512 data.bptt=16 data.batch_size=4 train.eval_batches=1"
+printf '{"model_type": "gpt2", "n_layer": 1, "n_embd": 16, "n_head": 2, "n_positions": 64}\n' > $W/c54.json
+$E train ptb-hf-gpt2-tiny --out $W/hf54 model.hf=$W/c54.json $HT >/dev/null 2>&1
+case_ c1-hf-run-evaluated 0 $E eval $W/hf54; cp $C/stdout.txt $C/hf54-before.txt
+printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 16, "n_head": 2, "n_positions": 64}\n' > $W/c54.json
+case_ c1-hf-config-edited-after-training 0 $E eval $W/hf54
+cmp -s $C/stdout.txt $C/hf54-before.txt || { echo "c1-hf-config-edited-after-training: FAIL(another model evaluated)"; FAILED=$((FAILED + 1)); }
+printf 'the cat sat on the mat .\n%.0s' $(seq 50) > $W/t54.txt
+case_ c1-test-file 0 $E eval $W/hf54 --test-file $W/t54.txt; cp $C/stdout.txt $C/t54-before.txt
+printf 'a dog ran far away from the house .\n%.0s' $(seq 50) > $W/t54.txt
+case_ c1-test-file-replaced 0 $E eval $W/hf54 --test-file $W/t54.txt
+cmp -s $C/stdout.txt $C/t54-before.txt && { echo "c1-test-file-replaced: FAIL(the old file's result)"; FAILED=$((FAILED + 1)); }
+case_ c2-variant-sets-valid-data 2 $E compare ptb-gpt-tiny --strategies tied,x=tied:data.valid_tokens=500 --out $W/r54
+case_ c2-variant-sets-ladder-key 2 $E compare ptb-gpt-tiny --ladder model.n_layers=1,2 --strategies tied,x=untied:model.n_layers=3 --out $W/r54
+case_ c2-muon-reaches-nothing 2 $E train ptb-hf-gpt2-tiny --out $W/r54 train.optimizer=muon $HT
+case_ c3-bleu-on-lm 2 $E compare ptb-gpt-tiny --metric bleu --out $W/r54
+case_ c3-bpb-on-translation 2 $E compare multi30k-transformer-small --metric bpb --out $W/r54
+case_ c4-ladder-rung-spellings 2 $E compare ptb-gpt-tiny --ladder model.n_layers=1,1.0,01 --out $W/r54
+case_ c4-label-dotdot 2 $E compare ptb-gpt-tiny --strategies tied,..=untied --out $W/r54
+case_ c4-label-300-chars 2 $E compare ptb-gpt-tiny --strategies tied,$(printf 'a%.0s' $(seq 300))=untied --out $W/r54
+case_ c5-extrapolated-rung-2pow31 2 $E compare ptb-gpt-tiny --ladder model.n_layers=1,2 --extrapolate 2147483647 --dry-run --out $W/r54
+printf '{"model_type": "gpt2", "n_layer": -1, "n_embd": 16, "n_head": 2, "n_positions": 64}\n' > $W/neg54.json
+out $W/r55; case_ c5-hf-config-no-blocks 2 $E train ptb-hf-gpt2-tiny --out $W/r55 model.hf=$W/neg54.json $HT
+printf 'the cat sat on the mat %.0s' $(seq 800) > $W/one54.txt
+out $W/r56; case_ c6-corpus-on-one-line-bpe 2 $E train ptb-gpt-tiny --out $W/r56 data.train_file=$W/one54.txt \
+  data.valid_file=$W/one54.txt data.tokenizer=bpe data.vocab_size=64 $T $TINY
+out $W/r57; case_ c6-compile-trains 0 $E train ptb-gpt-tiny --out $W/r57 train.compile=true train.max_steps=3 \
+  train.threads=1 data.train_tokens=20000 data.valid_tokens=500 $TINY
+case_ c8-variant-key-twice 2 $E compare ptb-gpt-tiny --strategies tied,x=untied:train.lr=1e-3:train.lr=2e-3 --out $W/r54
+case_ c8-theory-strategies-empty 2 $E theory --strategies ''
+out $W/r58; case_ c8-vocab-size-with-words 2 $E train ptb-gpt-tiny --out $W/r58 data.vocab_size=5000
+case_ c8-data-root-missing 2 env EMBTIE_DATA=/nonexistent-$$ $E data verify
+
 echo "== API (issue 30)"
 PYTHONPATH="$ROOT/src:$ROOT" $PY -m bench.reliability_api > $C/api.txt 2>&1 || true
 echo "reliability_api.py: $(grep -c . $C/api.txt) lines; $(grep -c 'Traceback' $C/api.txt) tracebacks"

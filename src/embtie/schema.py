@@ -164,6 +164,14 @@ TRAINING_STEPS = Setting("a training's length in optimizer steps", ge=1)
 config) both take it."""
 
 
+MAX_LAYERS = 1024
+LAYER_COUNT = Setting("a count of layers or blocks", ge=1, le=MAX_LAYERS)
+"""The range of every layer count, declared once: embtie's models' keys (``model.n_layers``, ``enc_layers``, ...)
+and a foreign model config's (``n_layer``, ``num_hidden_layers``; ``embtie.hf.config_numbers``). 1,024 is past
+every published network (GPT-3 has 96 blocks, Llama 3 405B 126) and what a machine can build: a ladder rung
+extrapolated to 2**31 - 1 blocks never finished building, even on the meta device."""
+
+
 NO_DEFAULT: Any = dataclasses.MISSING
 """the default of a declaration that has none."""
 

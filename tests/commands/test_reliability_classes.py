@@ -341,6 +341,15 @@ RANGE = [
     ("train-lr-inf", ["train", "ptb-gpt-tiny", "train.lr=inf"], "train.lr=inf", "finite"),
     ("train-lr-nan", ["train", "ptb-gpt-tiny", "train.lr=nan"], "train.lr=nan", "finite"),
     ("train-strategy-option-1e308", ["train", "ptb-gpt-tiny", "sharing.options.factor_rank=1e308"], "1e+308"),
+    # issue 54, class 5: every float key has a range; a layer count has one past every published network
+    ("train-lr-2pow63", ["train", "ptb-gpt-tiny", "train.lr=9223372036854775808"], "train.lr=", "in (0, 100]"),
+    ("train-decay-1e308", ["train", "ptb-gpt-tiny", "train.weight_decay=1e308"], "weight_decay=1e+308 is too large"),
+    ("train-layers-2pow31", ["train", "ptb-gpt-tiny", "model.n_layers=2147483647"], "in [1, 1024]"),
+    (
+        "compare-extrapolated-rung-huge",
+        ["compare", "ptb-gpt-tiny", "--ladder", "model.n_layers=1,2", "--extrapolate", "2147483647", "--dry-run"],
+        "--ladder rung 2147483647: model.n_layers=2147483647 must be in [1, 1024]",
+    ),
 ]
 NUMBERS_IN_RANGE = [
     case(f"range-{id}", argv(*args, *(["--out", "{tmp}/out"] if args[0] == "train" else [])), *expect)
@@ -355,6 +364,26 @@ NUMBERS_IN_RANGE = [
             c.tmp / "out",
         ],
         "train.max_steps=1e+308 is too large",
+    ),
+    case(  # issue 54, class 5: a foreign model config's numbers by the same rules
+        "range-hf-config-no-blocks",
+        lambda c: ["train", "ptb-hf-gpt2-tiny", "--out", c.tmp / "out", "model.hf=" + str(c.write(
+            "c.json", '{"model_type": "gpt2", "n_layer": -1, "n_embd": 16, "n_head": 2, "n_positions": 64}'))],
+        "c.json: n_layer=-1 must be in [1, 1024]",
+    ),
+    case(  # issue 54, class 8: a key the tokenizer does not read is refused, not ignored
+        "range-vocab-size-with-words",
+        argv("train", "ptb-gpt-tiny", "data.vocab_size=5000", "--out", "{tmp}/out"),
+        "data.vocab_size=5000 sizes the subword model",
+        "data.tokenizer=word trains none",
+    ),
+    case(  # issue 54, class 6: a corpus on one line was an internal error of SentencePiece
+        "range-one-line-corpus-bpe",
+        lambda c: ["train", "ptb-gpt-tiny", "--out", c.tmp / "out", "data.tokenizer=bpe", "data.vocab_size=64",
+                   f"data.train_file={c.write('t.txt', 'the cat sat on the mat ' * 800)}",
+                   f"data.valid_file={c.write('v.txt', 'the cat sat on the mat ' * 800)}"],
+        "no line of the training text is short enough",
+        "longer than 4,192 bytes",
     ),
 ]
 
@@ -408,6 +437,13 @@ REINTERPRETATION = [
     ("data-get-split-empty", ["data", "get", "ptb", "--split", ""], "--split '' names no split"),
     ("data-get-split-only-commas", ["data", "get", "ptb", "--split", ","], "names no split"),
     ("hf-compare-strategies-empty", ["hf-compare", "gpt2-tiny", "--strategies", " , "], "lists no strategy"),
+    # issue 54, class 8: an empty list meant "all"; a key given twice in a variant: the last won
+    ("theory-strategies-empty", ["theory", "--strategies", ""], "--strategies '' lists no strategy", "leave it out"),
+    (
+        "compare-variant-key-twice",
+        ["compare", "ptb-gpt-tiny", "--strategies", "tied,x=untied:train.lr=1e-3:train.lr=2e-3"],
+        "train.lr is given twice in 'x=untied:train.lr=1e-3:train.lr=2e-3'",
+    ),
     (
         "hf-compare-option-of-a-strategy-not-compared",
         ["hf-compare", "gpt2-tiny", "--strategies", "tied,l2norm", "--option", "fixed.logit_scale=learned"],

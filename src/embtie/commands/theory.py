@@ -67,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
             f"per strategy; give a smaller --vocab or --dim (at most {MAX_TABLE:,} entries)"
         )
     names = None
-    if args.strategies:
+    if args.strategies is not None:
         names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+        if not names:
+            raise ConfigError(f"--strategies {args.strategies!r} lists no strategy; leave it out for all of them, or "
+                              "name some, e.g. --strategies tied,l2norm")  # fmt: skip
         for n in names:
             sharing.get(n)
     tokens, trials = cheap.cap(args.tokens, cheap.THEORY_TOKENS), cheap.cap(args.trials, cheap.THEORY_TRIALS)

@@ -249,6 +249,8 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
         key, eq, value = o.partition("=")
         if not eq or not key:
             raise ConfigError(f"{o!r} in {item!r} is not key=value; write LABEL=NAME:key=value:key=value")
+        if key in options:
+            raise ConfigError(f"{key} is given twice in {item!r}; give each key of a variant once")
         options[key] = parse_scalar(value)
     return label, name, options
 

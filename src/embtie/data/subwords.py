@@ -90,6 +90,11 @@ def _fingerprint(texts: list[str], options: dict) -> str:
     return h.hexdigest()[:16]
 
 
+SPM_MAX_SENTENCE = 4192
+"""SentencePiece's max_sentence_length (its default, kept so that models trained before stay the same): a
+longer training line is skipped by the trainer."""
+
+
 def train_subwords(
     texts: list[str],
     vocab_size: int,
@@ -150,6 +155,13 @@ def train_subwords(
             raise DataError(
                 f"data.vocab_size={vocab_size} must be in [{need[2]}, {MAX_VOCAB_SIZE}] for this training text: "
                 f"its subword model needs one piece per distinct character and {SPECIAL_IDS} special ids"
+            ) from None
+        if "!sentences_.empty()" in str(e):  # every line was longer than SentencePiece trains on
+            longest = max((len(t.encode("utf-8")) for t in texts), default=0)
+            raise DataError(
+                f"no line of the training text is short enough to train a subword model on: SentencePiece skips "
+                f"lines longer than {SPM_MAX_SENTENCE:,} bytes, and the longest here has {longest:,}; break the "
+                "text into lines (a sentence or a paragraph a line), or use data.tokenizer=word"
             ) from None
         raise
     return _noted_if_smaller(model, vocab_size)

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from embtie.errors import DataError
 from embtie.hf._require import require_transformers
+from embtie.hf.config_numbers import check_numbers
 from embtie.hf.families import attribute_paths
 
 CONFIG = "config.json"
@@ -104,6 +105,7 @@ def read_folder(path: str | Path) -> CheckpointFolder:
         config = transformers.AutoConfig.from_pretrained(str(path))
     except (OSError, ValueError) as e:
         raise DataError(f"{path / CONFIG} cannot be read as a transformers config: {_first_line(e)}") from None
+    check_numbers(raw, path / CONFIG)
     names, index = _weight_file_names(path)
     return CheckpointFolder(path, raw, config, _headers(path, names), index)
 

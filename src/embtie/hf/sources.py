@@ -19,6 +19,7 @@ from torch import nn
 
 from embtie.errors import ConfigError, DataError
 from embtie.hf._require import require_transformers
+from embtie.hf.config_numbers import check_numbers
 from embtie.hf.families import FAMILIES
 from embtie.schema import did_you_mean
 
@@ -72,6 +73,7 @@ def read_model_config(spec: str | Path) -> dict[str, Any]:
             f"{p.parent} was saved after embtie.hf.apply; write stock weights with embtie.hf.export and give that "
             "folder"
         )
+    check_numbers(raw, p)
     return raw
 
 

@@ -19,7 +19,7 @@ from the training loop.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, ClassVar, Literal, cast
 
 import torch
@@ -30,7 +30,7 @@ from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.language_model import LanguageModel
 from embtie.models.registry import register
-from embtie.schema import Setting
+from embtie.schema import LAYER_COUNT, Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -40,7 +40,7 @@ class GPTConfig(ModelConfig):
 
     name: str = "gpt"
     dim: Annotated[int, Setting("model width d (= embedding width); n_heads must divide it", ge=1)] = 128
-    n_layers: Annotated[int, Setting("transformer blocks", ge=1)] = 4
+    n_layers: Annotated[int, replace(LAYER_COUNT, help="transformer blocks")] = 4
     n_heads: Annotated[int, Setting("attention heads (rotary positions need an even head width)", ge=1)] = 4
     mlp_ratio: Annotated[float, Setting("MLP width as a multiple of dim", gt=0)] = 4.0
     max_len: Annotated[int, Setting("longest sequence (size of the learned position table / rotary cache)", ge=1)] = 256

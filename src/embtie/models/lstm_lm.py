@@ -12,7 +12,7 @@ The hidden state is carried from one batch to the next (truncated BPTT): the mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, ClassVar, cast
 
 import torch
@@ -22,7 +22,7 @@ from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.language_model import LanguageModel
 from embtie.models.registry import register
-from embtie.schema import Setting
+from embtie.schema import LAYER_COUNT, Setting
 from embtie.sharing.base import SharingStrategy
 
 LSTMState = tuple[Tensor, Tensor]
@@ -38,7 +38,7 @@ class LSTMConfig(ModelConfig):
     hidden: Annotated[
         int, Setting("LSTM width (a projection to emb_dim feeds the output layer when it differs)", ge=1)
     ] = 200
-    n_layers: Annotated[int, Setting("LSTM layers", ge=1)] = 2
+    n_layers: Annotated[int, replace(LAYER_COUNT, help="LSTM layers")] = 2
     dropout: Annotated[
         float,
         Setting("on the embeddings, between layers and on the output (Zaremba's medium/large: 0.5/0.65)", ge=0, lt=1),

@@ -13,7 +13,7 @@ Training runs the same ``step`` as incremental decoding, so both give identical 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import torch
@@ -23,7 +23,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from embtie.models.base import ModelConfig
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
-from embtie.schema import Setting
+from embtie.schema import LAYER_COUNT, Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -36,8 +36,8 @@ class RNNMTConfig(ModelConfig):
     dim: Annotated[int, Setting("embedding width d (decoder output width too)", ge=1)] = 256
     enc_hidden: Annotated[int, Setting("LSTM width of each encoder direction", ge=1)] = 256
     dec_hidden: Annotated[int, Setting("decoder LSTM width", ge=1)] = 512
-    enc_layers: Annotated[int, Setting("encoder (bidirectional LSTM) layers", ge=1)] = 1
-    dec_layers: Annotated[int, Setting("decoder LSTM layers", ge=1)] = 1
+    enc_layers: Annotated[int, replace(LAYER_COUNT, help="encoder (bidirectional LSTM) layers")] = 1
+    dec_layers: Annotated[int, replace(LAYER_COUNT, help="decoder LSTM layers")] = 1
     attn_dim: Annotated[int, Setting("width of the additive attention", ge=1)] = 256
     dropout: Annotated[float, Setting("dropout on embeddings and between layers", ge=0, lt=1)] = 0.2
 

@@ -11,7 +11,7 @@ steps the same LSTM one word at a time, which gives the same hidden states.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import torch
@@ -21,7 +21,7 @@ from embtie.models.base import ModelConfig
 from embtie.models.captioner import Captioner
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState
-from embtie.schema import Setting
+from embtie.schema import LAYER_COUNT, Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -32,7 +32,7 @@ class ShowTellConfig(ModelConfig):
     name: str = "show-tell"
     dim: Annotated[int, Setting("word embedding width d (and the width of h fed to the output layer)", ge=1)] = 512
     hidden: Annotated[int, Setting("LSTM width", ge=1)] = 512
-    layers: Annotated[int, Setting("LSTM layers", ge=1)] = 1
+    layers: Annotated[int, replace(LAYER_COUNT, help="LSTM layers")] = 1
     feature_dim: Annotated[int, Setting("C, the width of the image features (1280 for EfficientNet-Lite0)", ge=1)] = (
         1280
     )

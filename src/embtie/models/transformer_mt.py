@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Protocol, cast
 
 import torch
@@ -21,7 +21,7 @@ from embtie.errors import ConfigError
 from embtie.models.base import ModelConfig
 from embtie.models.registry import register
 from embtie.models.seq2seq import DecodingState, Seq2Seq, SourceEmbedding
-from embtie.schema import Setting
+from embtie.schema import LAYER_COUNT, Setting
 from embtie.sharing.base import SharingStrategy
 
 
@@ -32,8 +32,8 @@ class TransformerMTConfig(ModelConfig):
     name: str = "transformer"
 
     dim: Annotated[int, Setting("model width d (= embedding width); heads must divide it", ge=1)] = 512
-    enc_layers: Annotated[int, Setting("encoder layers", ge=1)] = 6
-    dec_layers: Annotated[int, Setting("decoder layers", ge=1)] = 6
+    enc_layers: Annotated[int, replace(LAYER_COUNT, help="encoder layers")] = 6
+    dec_layers: Annotated[int, replace(LAYER_COUNT, help="decoder layers")] = 6
     heads: Annotated[int, Setting("attention heads", ge=1)] = 4
     ffn_dim: Annotated[int, Setting("width of the feed-forward layers", ge=1)] = 1024
     dropout: Annotated[float, Setting("dropout on embeddings and residual branches", ge=0, lt=1)] = 0.3

@@ -134,3 +134,13 @@ class LMDataConfig(Declared):
             raise ConfigError("data.train_file needs data.valid_file=PATH (the text perplexity is measured on)")
         if self.train_file is None and self.source is None and (self.valid_file or self.test_file):
             raise ConfigError("data.valid_file/test_file go with your own data.train_file (or data.source)")
+        tokenizer = self.corpus().tokenizer
+        if (
+            tokenizer not in ("bpe", "unigram")
+            and self.vocab_size != type(self).__dataclass_fields__["vocab_size"].default
+        ):
+            raise ConfigError(
+                f"data.vocab_size={self.vocab_size} sizes the subword model that tokenizer bpe or unigram trains, "
+                f"and data.tokenizer={tokenizer} trains none, so it would be ignored: leave it out, set "
+                "data.tokenizer=bpe, or cap a word vocabulary with data.max_vocab"
+            )
