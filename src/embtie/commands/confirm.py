@@ -27,7 +27,7 @@ EXAMPLES = (
     "embtie compare ptb-gpt-tiny --strategies tied,untied --seeds 2 --out runs/base train.max_steps=50",
     "embtie confirm runs/base --out runs/base-fresh",
     "embtie confirm runs/base runs/base-fresh --report-only",
-    "embtie confirm runs/base runs/base-fresh runs/base-other-cpu --report-only --pool-original",
+    "embtie confirm runs/base runs/base-fresh --report-only --pool-original",
 )
 
 
