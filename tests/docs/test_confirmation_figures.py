@@ -172,3 +172,45 @@ def test_the_ladder_matched_m_confirmation_figures_are_the_runs():
     ci = f"{untied['mean']:+.2f}%, CI [{lo:+.2f}, {hi:+.2f}] ({100 * untied['ci_confidence']:.4g}%)"
     assert ci in flat
     assert f"(-{abs(verdicts['decisions']['l2norm']['mean']):.2f}%, original" in flat
+
+
+def test_the_liu_pooled_partial_figures_are_the_runs(monkeypatch):
+    """results/liu-decisive: the Zen 4 pairs' BLEU, the cost, the three-block estimate and the tool's pooled table
+    (redrawn by confirm --report-only --pool-original) are what the README quotes."""
+    import json
+
+    from embtie.decisions import Margin, decide_all
+    from embtie.decisions.pooled import blocked_difference
+
+    monkeypatch.chdir(ROOT)
+    folder = ROOT / "results" / "liu-decisive"
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(text.replace("−", "-").split())
+    runs = _runs(folder / "zen4")
+    assert len(runs) == 4 and all(r["numerics"] == ZEN4 for r in runs)
+    seconds = [r["elapsed_s"] for r in runs]
+    assert f"4 runs, {sum(seconds):,.0f} s, {sum(seconds) / 3600:.2f} core-hours" in flat
+
+    def bleu(strategy: str, seed: int) -> float:
+        run = folder / "zen4" / "runs" / strategy / f"seed{seed}"
+        d = json.loads((run / "analysis" / "diagnostics.json").read_text(encoding="utf-8"))
+        return float(d["translation"]["scores"]["bleu"])
+
+    for seed in (6, 7):
+        t, m = bleu("tied", seed), bleu("l2norm", seed)
+        assert f"| seed {seed} | {t:.2f} | {m:.2f} | {m - t:+.2f} |" in text.replace("−", "-")
+
+    def pairs(name: str) -> tuple[list[float], list[float]]:
+        rows = json.loads((folder / name / "results.json").read_text(encoding="utf-8"))["rows"]
+        by = {s: {r["seed"]: r["bleu"] for r in rows if r["strategy"] == s} for s in ("tied", "l2norm")}
+        seeds = sorted(set(by["tied"]) & set(by["l2norm"]))
+        return [by["l2norm"][s] for s in seeds], [by["tied"][s] for s in seeds]
+
+    blocks = {n: pairs(n) for n in ("transformer", "amd-epyc-zen5", "zen4")}
+    d = decide_all({"l2norm": blocked_difference(blocks, Margin(0.5))}, True)["l2norm"]
+    assert f"+{d.mean:.2f} BLEU [+{d.ci[0]:.2f}, +{d.ci[1]:.2f}] (95%), {d.n} pairs, 6 degrees" in flat
+    saved = (folder / "pooled-partial.md").read_text(encoding="utf-8")
+    drawn = confirmation_report(Path("results/liu-decisive/transformer"),
+                                [Path("results/liu-decisive/amd-epyc-zen5"), Path("results/liu-decisive/zen4")],
+                                pool_original=True)  # fmt: skip
+    assert drawn == saved and saved in text
