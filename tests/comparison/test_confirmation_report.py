@@ -110,3 +110,31 @@ def test_pool_original_adds_the_original_as_a_block_and_one_machine_is_one_block
     finally:
         report.machine = original_machine  # type: ignore[assignment]
     assert merged.endswith("10 pairs, 1 machine |")
+
+
+def _recorded(folder: Path, cpu_id: str | None) -> Path:
+    """Give a copied folder one run summary that records its machine (with or without the CPU's family)."""
+    numerics = {"cpu": "AMD EPYC", "cpu_capability": "AVX512", "kernel_env": {}, "threads": 1, "torch": "2.13.0+cpu"}
+    if cpu_id is not None:
+        numerics["cpu_id"] = cpu_id
+    run = folder / "runs" / "tied" / "seed0"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"valid_ppl": 1.0, "numerics": numerics}), encoding="utf-8")
+    return folder
+
+
+def test_folders_that_name_one_cpu_without_its_family_are_a_block_each(tmp_path):
+    """Zen 4 and Zen 5 runs made before the family was recorded both say "AMD EPYC (AVX512)": pooled, each
+    folder is its own block (said under the table); with the same family and model recorded they are one."""
+    a = _recorded(_subset(tmp_path, "a", {"tied", "untied"}, 1.2), None)
+    b = _recorded(_subset(tmp_path, "b", {"tied", "untied"}, 1.2), None)
+    table = confirmation_report(JOB, [a, b])
+    untied = next(line for line in table.splitlines() if line.startswith("| untied |"))
+    assert untied.endswith("10 pairs, 2 machines |") and "fresh: AMD EPYC (AVX512) | fresh: AMD EPYC (AVX512)" in table
+    assert f"(one block each, though their runs name one CPU: {a}, {b};" in table
+    c = _recorded(_subset(tmp_path, "c", {"tied", "untied"}, 1.2), "AuthenticAMD family 25 model 17")
+    d = _recorded(_subset(tmp_path, "d", {"tied", "untied"}, 1.2), "AuthenticAMD family 25 model 17")
+    table = confirmation_report(JOB, [c, d])
+    untied = next(line for line in table.splitlines() if line.startswith("| untied |"))
+    assert untied.endswith("10 pairs, 1 machine |") and "one block each" not in table
+    assert "fresh: AMD EPYC family 25 model 17 (AVX512) |" in table

@@ -38,15 +38,37 @@ def _rows(saved: dict[str, Any]) -> list[ResultRow]:
     return [ResultRow.from_json(r) for r in saved["rows"]]
 
 
-def machine(folder: Path) -> str:
-    """The machine a folder's runs were made on (its first recorded run's numerics), kernel overrides named."""
+def _numerics(folder: Path) -> Numerics | None:
+    """A folder's first recorded run's numerics (None: no run recorded them)."""
     for summary in sorted((Path(folder) / "runs").glob("*/seed*/summary.json")):
         raw = json.loads(summary.read_text(encoding="utf-8")).get("numerics")
         if raw:
-            n = Numerics.from_json(raw)
-            env = "".join(f", {k}={v}" for k, v in n.kernel_env.items())
-            return n.machine() + env
-    return f"{Path(folder).name} (not recorded)"
+            return Numerics.from_json(raw)
+    return None
+
+
+def machine(folder: Path) -> str:
+    """The machine a folder's runs were made on (its first recorded run's numerics), kernel overrides named."""
+    n = _numerics(folder)
+    if n is None:
+        return f"{Path(folder).name} (not recorded)"
+    return n.machine() + "".join(f", {k}={v}" for k, v in n.kernel_env.items())
+
+
+def _unidentified(folder: Path) -> bool:
+    """True when a folder's runs name a CPU without its family and model numbers (runs older than that
+    record): one model name ("AMD EPYC") can be several microarchitectures, so such a folder is a block of
+    its own rather than merged with another folder of the same name."""
+    n = _numerics(folder)
+    return n is not None and n.gpu is None and n.cpu_id is None
+
+
+def block_keys(folders: Sequence[Path]) -> tuple[list[str], list[Path]]:
+    """The block of each folder in a pooled verdict: its machine, except that folders which share a machine
+    name without the CPU's family and model recorded are told apart by folder; and those folders."""
+    names = [machine(f) for f in folders]
+    apart = [f for f, m in zip(folders, names) if _unidentified(f) and names.count(m) > 1]
+    return [f"{m} [{f}]" if f in apart else m for f, m in zip(folders, names)], apart
 
 
 def _decisions(saved: dict[str, Any], key: str) -> dict[str, Decision]:
@@ -112,8 +134,9 @@ def confirmation_report(original: Path, fresh: Sequence[Path], pool_original: bo
     before = _decisions(orig, metric.key)
     after = [_decisions(saved, metric.key) for saved in news]
     margin = margins_with({})[metric.margin_key]
-    pooled_folders, pooled_machines = ([orig, *news], [machine(original), *machines]) if pool_original else (
-        news, machines)  # fmt: skip
+    pooled_paths = [original, *fresh] if pool_original else list(fresh)
+    pooled_folders = [orig, *news] if pool_original else news
+    pooled_machines, apart = block_keys(pooled_paths)
     by_strategy = {s: blocks for s in before
                    if _blocks(news, machines, s, baseline, metric)
                    and (blocks := _blocks(pooled_folders, pooled_machines, s, baseline, metric))}  # fmt: skip
@@ -146,6 +169,10 @@ def confirmation_report(original: Path, fresh: Sequence[Path], pool_original: bo
     if not before:
         lines.append(f"({original} has no verdict on {metric.label} yet: fewer than two seeds paired with "
                      f"{baseline}'s; nothing to confirm)")  # fmt: skip
+    if apart and by_strategy:
+        lines.append(f"(one block each, though their runs name one CPU: {', '.join(str(f) for f in apart)}; "
+                     "those runs predate the record of the CPU's family and model, and one model name can "
+                     "be several microarchitectures)")  # fmt: skip
     lines.append("")
     for f, m, out in zip(fresh, machines, outcomes):
         said = "; ".join(f"{c}: {', '.join(out[c]) or 'none'}" for c in CONFIRMATIONS)

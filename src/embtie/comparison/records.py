@@ -32,6 +32,17 @@ class Numerics(Record):
     torch: str
     gpu: dict[str, Any] | None = None
     """a CUDA run's GPU: name, cuda, cudnn, tf32_matmul, tf32_cudnn (``numerics.gpu_numerics``)."""
+    cpu_id: str | None = optional()
+    """the CPU's vendor, family and model numbers ("AuthenticAMD family 25 model 17"); None: not recorded
+    (runs made before embtie recorded it, or a CPU that does not tell)."""
+
+    def cpu_name(self) -> str:
+        """The CPU's model name with its family and model numbers where recorded ("AMD EPYC family 25
+        model 17"; the vendor is left out: the model name says it)."""
+        if self.cpu_id is None:
+            return self.cpu
+        at = self.cpu_id.find("family ")
+        return f"{self.cpu} {self.cpu_id[at:] if at >= 0 else self.cpu_id}"
 
     def text(self) -> str:
         """One phrase: "AMD EPYC, AVX512 kernels, 1 thread, torch 2.13.0+cpu" (overrides named), or for a GPU
@@ -42,14 +53,14 @@ class Numerics(Record):
                     f"TF32 {tf32}, torch {self.torch}")  # fmt: skip
         env = "".join(f", {k}={v}" for k, v in self.kernel_env.items())
         threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
-        return f"{self.cpu}, {self.cpu_capability} kernels{env}, {threads}, torch {self.torch}"
+        return f"{self.cpu_name()}, {self.cpu_capability} kernels{env}, {threads}, torch {self.torch}"
 
     def machine(self) -> str:
-        """The block a pooled verdict puts this run's pairs in: the GPU's name, or the CPU model and its
-        kernel path."""
+        """The block a pooled verdict puts this run's pairs in: the GPU's name, or the CPU model (with its
+        family and model numbers where recorded) and its kernel path."""
         if self.gpu is not None:
             return str(self.gpu.get("name"))
-        return f"{self.cpu} ({self.cpu_capability})"
+        return f"{self.cpu_name()} ({self.cpu_capability})"
 
 
 @dataclass(kw_only=True)
