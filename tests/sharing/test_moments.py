@@ -72,6 +72,30 @@ def test_zero_that_never_stepped_is_refused_at_a_late_untie(one_process):
     assert not host.sharing.is_untied
 
 
+def test_fsdp1_flat_parameters_are_refused_at_the_first_step_in_one_line():
+    """FSDP1 needs an accelerator; its marker (set by torch's own helper on every parameter it flattens, and on
+    the FlatParameter) is what the strategy reads: E marked (use_orig_params=True), or an optimizer holding a
+    marked flat tensor in place of E and O (use_orig_params=False), is refused before any switch."""
+    from torch.distributed.fsdp._common_utils import _set_fsdp_flattened
+
+    host = Host(untie_at=0.5)
+    _set_fsdp_flattened(host.sharing.weight)
+    optimizer = torch.optim.AdamW(host.parameters(), lr=1e-2)
+    with pytest.raises(ConfigError, match=r"cannot switch between tied and untied under FSDP1") as err:
+        loop.on_train_step(host, 0, 10, optimizer)
+    assert "\n" not in str(err.value) and "fully_shard" in str(err.value)
+    other = Host(untie_at=0.5)
+    flat = nn.Parameter(torch.cat([p.detach().flatten() for p in other.parameters()]))
+    _set_fsdp_flattened(flat)
+    with pytest.raises(ConfigError, match="under FSDP1"):
+        loop.on_train_step(other, 0, 10, torch.optim.AdamW([flat], lr=1e-2))
+    assert not other.sharing.is_untied
+    _step(other, torch.optim.AdamW(other.parameters(), lr=1e-2), 0, 10)  # unmarked: trains as before
+    tied = nn.Module()
+    tied.sharing = sharing.build("tied", vocab_size=10, dim=4)
+    loop.on_train_step(tied, 0, 10, torch.optim.AdamW([flat], lr=1e-2))  # no switch: the flat optimizer is fine
+
+
 def test_a_late_average_retie_with_an_optimizer_that_never_stepped_is_refused():
     host = Host(untie_at=0.2, retie_at=0.6, retie_to="average")
     optimizer = torch.optim.AdamW(host.parameters(), lr=1e-2)

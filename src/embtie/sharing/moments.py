@@ -9,7 +9,8 @@ shard there too, E's and O's rows aligned, so a local copy is the copy. torch's
 ``consolidate_state_dict``: read there, E would seem never stepped and its moments would be lost. Here a
 ZeRO parameter's state is read on its owner and broadcast over the optimizer's process group (every rank
 calls the strategy's step hook at the same step, so the collective is matched), and written only on the
-rank that owns the target.
+rank that owns the target. FSDP1's flat parameters are refused before any switch
+(``step_call.check_optimizer``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ bound is written once), a step inside the training, and an optimizer that update
 A loop's mistakes here are silent otherwise: a NaN or negative step never reaches tie-untie's switch, a
 training of 0 steps unties at once, and an optimizer of another model (or none) leaves O without E's Adam
 moments. Each is a one-line ``ConfigError`` that names the argument and what it must be.
+
+FSDP1 (``FullyShardedDataParallel``) flattens a unit's parameters into one ``FlatParameter`` per rank whose
+slices cut E and O at different offsets, and (with ``use_orig_params=False``) the optimizer sees only the flat
+tensor: a strategy whose switch copies E into O and E's moments (``needs``) is refused there; for the others
+the optimizer's reach cannot be read through the flat tensor, so it is not checked. FSDP1 needs an
+accelerator, so it is recognised by the marker it puts on every parameter it flattened and on the flat one.
 """
 
 from __future__ import annotations
@@ -46,12 +52,27 @@ def check_optimizer(strategy: nn.Module, name: str, optimizer: Any, needs: bool)
             f"on_train_step(optimizer=...) must be the torch optimizer that updates the model, "
             f"not {type(optimizer).__name__}"
         )
+    held = [p for g in groups for p in g.get("params", ())]
+    if any(_flattened(p) for p in [*held, *strategy.parameters()]):
+        if needs:
+            raise ConfigError(
+                f"strategy {name!r} cannot switch between tied and untied under FSDP1 (FullyShardedDataParallel): "
+                "its flat parameters hold E and O as slices of one flat tensor per rank that do not line up, so "
+                "neither O <- E nor E's optimizer moments can be copied; use FSDP2 (torch.distributed.fsdp."
+                "fully_shard, as train.parallel=fsdp does), DDP or ZeroRedundancyOptimizer"
+            )
+        return
     own = {id(p) for p in strategy.parameters() if p.requires_grad}
     if own and not any(id(p) in own for g in groups for p in g.get("params", ())):
         raise ConfigError(
             f"on_train_step(optimizer=...): this optimizer updates none of strategy {name!r}'s parameters; "
             "pass the optimizer of the model that holds the strategy"
         )
+
+
+def _flattened(p: Any) -> bool:
+    """Whether FSDP1 flattened ``p`` (or ``p`` is its FlatParameter): torch's ``_fsdp_flattened`` marker."""
+    return bool(getattr(p, "_fsdp_flattened", False))
 
 
 def check_step_call(strategy: nn.Module, name: str, step: Any, total_steps: Any, optimizer: Any, needs: bool) -> None:
