@@ -16,18 +16,13 @@ from safetensors import safe_open
 from torch import Tensor, nn
 
 from embtie.errors import DataError
-from embtie.hf._require import require_transformers
+from embtie.hf._require import config_errors, first_line, require_transformers
 from embtie.hf.config_numbers import check_numbers
 from embtie.hf.families import attribute_paths
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"
-
-
-def _first_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
 
 
 @dataclass(frozen=True)
@@ -77,7 +72,7 @@ def _weight_file_names(path: Path) -> tuple[list[str], dict[str, Any] | None]:
         index = json.loads(index_path.read_text(encoding="utf-8"))
         return sorted(set(index["weight_map"].values())), index
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise DataError(f"{index_path} is damaged ({_first_line(e)}); save the model again") from None
+        raise DataError(f"{index_path} is damaged ({first_line(e)}); save the model again") from None
 
 
 def _headers(path: Path, names: list[str]) -> dict[str, TensorInfo]:
@@ -90,7 +85,7 @@ def _headers(path: Path, names: list[str]) -> dict[str, TensorInfo]:
                     piece = f.get_slice(key)
                     tensors[key] = TensorInfo(name, tuple(piece.get_shape()), str(piece.get_dtype()))
         except Exception as e:  # safetensors' own error types: missing, truncated, not safetensors
-            raise DataError(f"{path / name} is damaged or not a safetensors file ({_first_line(e)})") from None
+            raise DataError(f"{path / name} is damaged or not a safetensors file ({first_line(e)})") from None
     return tensors
 
 
@@ -103,8 +98,8 @@ def read_folder(path: str | Path) -> CheckpointFolder:
     try:
         raw = json.loads((path / CONFIG).read_text(encoding="utf-8"))
         config = transformers.AutoConfig.from_pretrained(str(path))
-    except (OSError, ValueError) as e:
-        raise DataError(f"{path / CONFIG} cannot be read as a transformers config: {_first_line(e)}") from None
+    except config_errors(OSError) as e:
+        raise DataError(f"{path / CONFIG} cannot be read as a transformers config: {first_line(e)}") from None
     check_numbers(raw, path / CONFIG)
     names, index = _weight_file_names(path)
     return CheckpointFolder(path, raw, config, _headers(path, names), index)
@@ -124,10 +119,10 @@ def meta_model(folder: CheckpointFolder) -> nn.Module:
             seq2seq = config.is_encoder_decoder
             auto = transformers.AutoModelForSeq2SeqLM if seq2seq else transformers.AutoModelForCausalLM
             return auto.from_config(config)
-    except (ValueError, KeyError, TypeError) as e:
+    except config_errors() as e:
         raise DataError(
             f"transformers {transformers.__version__} cannot build the model of {folder.path} "
-            f"(architectures {architectures}): {_first_line(e)}"
+            f"(architectures {architectures}): {first_line(e)}"
         ) from None
 
 

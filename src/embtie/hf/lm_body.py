@@ -10,7 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from embtie.hf._require import require_transformers
+from embtie.errors import ConfigError
+from embtie.hf._require import config_errors, first_line, require_transformers
+from embtie.hf.checkpoint_files import read_folder
 from embtie.hf.patch import adopt
 from embtie.hf.sources import build_model, model_config, read_model_config, shape_of
 from embtie.hf.vocab_transfer import checkpoint_tokens, match, transfer_tables
@@ -28,12 +30,18 @@ def build_body(
         body = build_model(model_config(read_model_config(spec), sharing.vocab_size))
         return adopt(body.train(), sharing, options, copy_weights=False), 0
     folder = Path(spec).expanduser()
+    read_folder(folder)  # one line for a damaged config or weights file, before transformers reads them
     if len(vocabulary) != sharing.vocab_size:
         raise ValueError(f"vocabulary of {len(vocabulary)} tokens for a sharing object of {sharing.vocab_size} rows")
     transfer = match(vocabulary, checkpoint_tokens(folder))
     transformers = require_transformers()
     transformers.utils.logging.disable_progress_bar()  # embtie's own progress says what a run does
-    body = transformers.AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
+    try:
+        body = transformers.AutoModelForCausalLM.from_pretrained(
+            str(folder), local_files_only=True, dtype=torch.float32
+        )
+    except config_errors(OSError) as e:
+        raise ConfigError(f"transformers cannot load the model in {folder} ({first_line(e)}); save it again") from None
     transfer_tables(body, transfer)
     return adopt(body.train(), sharing, options, copy_weights=True), transfer.missing
 

@@ -19,16 +19,11 @@ from torch import nn
 
 from embtie.errors import DataError
 from embtie.hf import saved_config
-from embtie.hf._require import require_transformers
+from embtie.hf._require import config_errors, first_line, require_transformers
 from embtie.hf.patch import apply
 
 WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"
-
-
-def _first_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
 
 
 def _weight_files(path: Path) -> list[Path]:
@@ -39,7 +34,7 @@ def _weight_files(path: Path) -> list[Path]:
         try:
             shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise DataError(f"{index} is damaged ({_first_line(e)}); save the model again") from None
+            raise DataError(f"{index} is damaged ({first_line(e)}); save the model again") from None
         return [path / s for s in shards]
     raise DataError(f"no {WEIGHTS} or {WEIGHTS_INDEX} in {path}; save the model with model.save_pretrained(path)")
 
@@ -62,8 +57,8 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
         raise DataError(f"no config.json in {path}; give the directory written by model.save_pretrained")
     try:
         config = transformers.AutoConfig.from_pretrained(str(path))
-    except (OSError, ValueError) as e:  # unreadable or not a transformers config
-        raise DataError(f"{path / 'config.json'} cannot be read as a transformers config: {_first_line(e)}") from None
+    except config_errors(OSError) as e:  # unreadable or not a transformers config
+        raise DataError(f"{path / 'config.json'} cannot be read as a transformers config: {first_line(e)}") from None
     record = getattr(config, "embtie", None)  # foreign: a transformers config
     if not isinstance(record, dict) or "strategy" not in record:
         raise DataError(f"{path} was not saved from a model patched by embtie.hf.apply; load it with from_pretrained")
@@ -76,7 +71,7 @@ def load(path: str | Path, *, device: str | torch.device | None = None, dtype: t
             state.update(load_file(str(f)))
         except Exception as e:  # safetensors' own error types: truncated, not safetensors, unreadable
             raise DataError(
-                f"{f} is damaged or not a safetensors file ({_first_line(e)}); save the model again"
+                f"{f} is damaged or not a safetensors file ({first_line(e)}); save the model again"
             ) from None
     if dtype is None:
         saved = state.get("embtie_sharing.weight")

@@ -21,7 +21,7 @@ from torch import nn
 
 from embtie.data.subwords import BOS, EOS, PAD
 from embtie.errors import ConfigError
-from embtie.hf._require import require_transformers
+from embtie.hf._require import config_errors, first_line, require_transformers
 from embtie.hf.patch import adopt
 from embtie.hf.sources import read_model_config
 from embtie.sharing.base import SharingStrategy
@@ -49,8 +49,8 @@ def seq2seq_config(raw: dict[str, Any], vocab_size: int):
     kwargs.update(vocab_size=vocab_size, **SPECIAL_IDS)
     try:
         config = transformers.AutoConfig.for_model(model_type, **kwargs)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"bad model config for {model_type!r}: {e}") from None
+    except config_errors() as e:
+        raise ConfigError(f"bad model config for {model_type!r}: {first_line(e)}") from None
     if not config.is_encoder_decoder:
         raise ConfigError(
             f"model.name=hf-seq2seq trains encoder-decoders ({', '.join(SEQ2SEQ_FAMILIES)}); {model_type} is a causal "
@@ -115,5 +115,11 @@ def build_seq2seq_body(spec: str, sharing: SharingStrategy, options: dict[str, A
     transformers = require_transformers()
     seq2seq_shape_of(spec)  # refuses a folder
     config = seq2seq_config(read_model_config(spec), sharing.vocab_size)
-    body = transformers.AutoModelForSeq2SeqLM.from_config(config)
+    try:
+        body = transformers.AutoModelForSeq2SeqLM.from_config(config)
+    except config_errors() as e:  # a value the model's layers refuse (heads, activation)
+        raise ConfigError(
+            f"transformers cannot build an encoder-decoder from this model config ({first_line(e)}): fix that value "
+            "in the config"
+        ) from None
     return adopt(body.train(), sharing, options, copy_weights=False)

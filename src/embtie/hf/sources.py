@@ -18,7 +18,7 @@ from typing import Any
 from torch import nn
 
 from embtie.errors import ConfigError, DataError
-from embtie.hf._require import require_transformers
+from embtie.hf._require import config_errors, first_line, require_transformers
 from embtie.hf.config_numbers import check_numbers
 from embtie.hf.families import FAMILIES
 from embtie.schema import did_you_mean
@@ -88,8 +88,8 @@ def model_config(raw: dict[str, Any], vocab_size: int, eos_id: int | None = None
         kwargs.setdefault(key, eos_id)
     try:
         config = transformers.AutoConfig.for_model(raw["model_type"], **kwargs)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"bad model config for {raw['model_type']!r}: {e}") from None
+    except config_errors() as e:
+        raise ConfigError(f"bad model config for {raw['model_type']!r}: {first_line(e)}") from None
     if config.is_encoder_decoder:
         raise ConfigError(
             f"the lm task trains causal language models; {raw['model_type']} is an encoder-decoder: train it with "
@@ -107,8 +107,11 @@ def build_model(config) -> nn.Module:
     transformers = require_transformers()
     try:
         return transformers.AutoModelForCausalLM.from_config(config)
-    except ValueError as e:
-        raise ConfigError(f"no causal-LM model class for model_type {config.model_type!r}: {e}") from None
+    except config_errors() as e:  # no causal-LM class, or a value the model's layers refuse (heads, activation)
+        raise ConfigError(
+            f"transformers cannot build a causal LM from this {config.model_type!r} model config ({first_line(e)}): "
+            "fix that value in the config"
+        ) from None
 
 
 @dataclass(frozen=True)
