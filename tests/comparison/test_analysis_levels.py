@@ -32,14 +32,14 @@ def test_auto_is_full_from_the_step_threshold_and_light_below():
         level("most", short)
 
 
-def _compare(out, level: str) -> tuple[dict, str]:
+def _compare(out, level: str, progress: bool = False) -> tuple[dict, str]:
     argv = ["compare", "ptb-gpt-tiny", "--strategies", "tied,untied", "--seeds", "2", "--out", str(out),
-            "--no-progress", "--analysis", level, *TINY]  # fmt: skip
+            *([] if progress else ["--no-progress"]), "--analysis", level, *TINY]  # fmt: skip
     assert cli.main(argv) == 0
     return json.loads((out / "results.json").read_text()), (out / "report.md").read_text()
 
 
-def test_levels_drop_their_sections_and_deepen_without_retraining(tmp_path):
+def test_levels_drop_their_sections_and_deepen_without_retraining(tmp_path, capsys):
     out = tmp_path / "cmp"
     res, md = _compare(out, "none")
     assert all(d["valid"] is None and d["row_updates"] is None and d["wordsim"] is None for d in res["diagnostics"])
@@ -48,7 +48,11 @@ def test_levels_drop_their_sections_and_deepen_without_retraining(tmp_path):
     assert "--analysis none" in md and "How often each row" not in md and "Word similarity" not in md
     trained = {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")}
 
-    res, md = _compare(out, "light")
+    capsys.readouterr()
+    res, md = _compare(out, "light", progress=True)
+    said = capsys.readouterr()
+    said = said.out + said.err  # the progress lines say what is done to each run: analysed, not trained
+    assert "[1/4] analysing tied seed 0 -> " in said and "training" not in said and "resuming" not in said, said
     assert {p: p.stat().st_mtime for p in out.glob("runs/*/*/summary.json")} == trained  # analysed, not retrained
     assert all(d["valid"]["units"] > 0 and d["row_updates"] is None for d in res["diagnostics"])
     assert 0 < res["bootstrap"]["valid_ppl"]["untied"]["p_value"] <= 1 and "tests" not in res

@@ -68,7 +68,10 @@ def execute(spec: CompareSpec, progress: bool = True, jobs: int = 1) -> list[Pla
     count = [done]
 
     def started(r: PlannedRun) -> None:
-        status = "resuming" if (r.run_dir / "checkpoints").is_dir() and not r.trained else "training"
+        if r.trained:  # finished training: only its analysis is missing or at a lower level
+            status = "analysing"
+        else:
+            status = "resuming" if (r.run_dir / "checkpoints").is_dir() else "training"
         count[0] += 1
         if progress:
             bar.write(f"[{count[0]}/{len(runs)}] {status} {r.strategy} seed {r.seed} -> {r.run_dir}")
