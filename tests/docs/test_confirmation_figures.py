@@ -214,3 +214,67 @@ def test_the_liu_pooled_partial_figures_are_the_runs(monkeypatch):
                                 [Path("results/liu-decisive/amd-epyc-zen5"), Path("results/liu-decisive/zen4")],
                                 pool_original=True)  # fmt: skip
     assert drawn == saved and saved in text
+
+
+def test_the_liu_pooled_look_is_the_runs(monkeypatch):
+    """results/liu-decisive, second design: the Zen 3 pair, its machine record and cost, the look's verdict over the
+    four blocks with its sign-flip p, the fresh-seed pairs alone, and the tool's pooled table (redrawn) are what
+    the README quotes; the design was fixed before the block's runs."""
+    import json
+    from datetime import datetime
+
+    from embtie.decisions import Margin, decide_all
+    from embtie.decisions.pooled import blocked_difference
+
+    monkeypatch.chdir(ROOT)
+    folder = ROOT / "results" / "liu-decisive"
+    text = (folder / "README.md").read_text(encoding="utf-8").replace("−", "-")
+    flat = " ".join(text.split())
+    runs = _runs(folder / "zen3")
+    zen3 = {"cpu": "AMD EPYC", "cpu_capability": "AVX2", "kernel_env": {}, "threads": 1, "torch": "2.13.0+cpu",
+            "cpu_id": "AuthenticAMD family 25 model 1"}  # fmt: skip
+    assert len(runs) == 2 and all(r["numerics"] == zen3 for r in runs)
+    seconds = sum(r["elapsed_s"] for r in runs)
+    assert f"2 runs, {seconds:,.0f} s, {seconds / 3600:.2f} core-hours" in flat
+    design = json.loads((folder / "zen3" / "design.json").read_text(encoding="utf-8"))
+    started = json.loads((folder / "zen3" / "design-runs.json").read_text(encoding="utf-8"))
+    fixed = datetime.fromisoformat(design["fixed_at"])
+    assert design["runs_before"] == 0
+    assert all(datetime.fromisoformat(r["started_at"]) >= fixed for r in started.values())
+    assert f"design {design['hash']} fixed at {fixed:%H:%M:%S} UTC" in flat
+
+    def pairs(name: str) -> tuple[list[float], list[float]]:
+        rows = json.loads((folder / name / "results.json").read_text(encoding="utf-8"))["rows"]
+        by = {s: {r["seed"]: r["bleu"] for r in rows if r["strategy"] == s} for s in ("tied", "l2norm")}
+        seeds = sorted(set(by["tied"]) & set(by["l2norm"]))
+        return [by["l2norm"][s] for s in seeds], [by["tied"][s] for s in seeds]
+
+    blocks = {n: pairs(n) for n in ("transformer", "amd-epyc-zen5", "zen4", "zen3")}
+    (m,), (t,) = blocks["zen3"]
+    assert f"| seed 8 | {t:.2f} | {m:.2f} | {m - t:+.2f} |" in text
+    d = decide_all({"l2norm": blocked_difference(blocks, Margin(0.5))}, True)["l2norm"]
+    assert d.verdict == "better" and not d.model_based and d.n == 10
+    assert (f"l2norm better than tied in BLEU, +{d.mean:.2f} [+{d.ci[0]:.2f}, +{d.ci[1]:.2f}] (95%)**, difference p "
+            f"{d.p_difference:.2g}, 6 degrees of freedom") in flat  # fmt: skip
+    assert f"(p {d.p_equivalence:.2f}: the estimate" in flat
+    assert f"sign-flip p of the ten differences is {d.p_signflip:.2g}" in flat
+    fresh = decide_all({"l2norm": blocked_difference({n: blocks[n] for n in ("zen4", "zen3")}, Margin(0.5))}, True)
+    f = fresh["l2norm"]
+    assert f.verdict == "undecided" and f"+{f.mean:.2f} BLEU [{f.ci[0]:+.2f}, {f.ci[1]:+.2f}] (95%), 3 pairs" in flat
+    means = {n: sum(a - b for a, b in zip(*blocks[n])) / len(blocks[n][0]) for n in blocks}
+    assert (f"first machine {means['transformer']:+.2f} (6 pairs), Zen 5 {means['amd-epyc-zen5']:+.2f} (1), Zen 4 "
+            f"{means['zen4']:+.2f} (2), Zen 3 {means['zen3']:+.2f} (1)") in flat  # fmt: skip
+    saved = (folder / "pooled.md").read_text(encoding="utf-8")
+    drawn = confirmation_report(Path("results/liu-decisive/transformer"),
+                                [Path(f"results/liu-decisive/{n}") for n in ("amd-epyc-zen5", "zen4", "zen3")],
+                                pool_original=True)  # fmt: skip
+    assert drawn == saved and saved in text
+    assert f"better, +{d.mean:.2f} [+{d.ci[0]:.2f}, +{d.ci[1]:.2f}] (95%), 10 pairs, 4 machines" in saved
+    row = next(line for line in (ROOT / "README.md").read_text(encoding="utf-8").replace("−", "-").splitlines()
+               if line.startswith("| Liu et al. | normalized sharing beats tied in BLEU |"))  # fmt: skip
+    assert f"**l2norm better than tied, +{d.mean:.2f} [+{d.ci[0]:.2f}, +{d.ci[1]:.2f}] (95%) BLEU**" in row
+    assert f"exact sign-flip p {d.p_signflip:.2g}" in row and f"undecided (+{f.mean:.2f}, all three" in row
+    docs = " ".join((ROOT / "docs" / "reproductions.md").read_text(encoding="utf-8").replace("−", "-").split())
+    assert (f"l2norm - tied = +{d.mean:.2f} [+{d.ci[0]:.2f}, +{d.ci[1]:.2f}] (95%) BLEU, 10 pairs, exact sign-flip p "
+            f"{d.p_signflip:.2g}: **better**") in docs  # fmt: skip
+    assert f"the three fresh pairs alone are undecided (+{f.mean:.2f})" in docs
