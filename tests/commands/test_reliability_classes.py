@@ -348,7 +348,18 @@ RANGE = [
     (
         "compare-extrapolated-rung-huge",
         ["compare", "ptb-gpt-tiny", "--ladder", "model.n_layers=1,2", "--extrapolate", "2147483647", "--dry-run"],
-        "--ladder rung 2147483647: model.n_layers=2147483647 must be in [1, 1024]",
+        "--extrapolate rung 2147483647: model.n_layers=2147483647 must be in [1, 1024]",
+    ),
+    # issue 54, class 8: an extrapolated value's message names --extrapolate, not --ladder
+    (
+        "compare-extrapolated-rung-zero",
+        ["compare", "ptb-gpt-tiny", "--ladder", "model.n_layers=1,2", "--extrapolate", "0", "--dry-run"],
+        "--extrapolate rung 0: model.n_layers=0 must be in [1, 1024]",
+    ),
+    (
+        "compare-extrapolated-size-unknown",
+        ["compare", "ptb-gpt-tiny", "--ladder", "size=xs,s", "--extrapolate", "3", "--dry-run"],
+        "--extrapolate size='3' is not a size",
     ),
 ]
 NUMBERS_IN_RANGE = [

@@ -55,7 +55,7 @@ def rung_config(preset: str, overrides: list[str], rung: Rung, extra: list[str] 
     try:
         return load_config(preset, [*overrides, *rung.overrides, *(extra or [])])
     except ConfigError as e:
-        raise ConfigError(f"--ladder rung {rung.value}: {e}") from None
+        raise ConfigError(f"{rung.flag} rung {rung.value}: {e}") from None
 
 
 def budgets(

@@ -45,8 +45,8 @@ SIZED_MODELS = ("gpt",)
 """the models whose shape a size name sets (the keys of ``Size.overrides``)."""
 
 
-def size(name: str) -> Size:
-    """The size called ``name`` (a ConfigError listing the names)."""
+def size(name: str, flag: str = "--ladder") -> Size:
+    """The size called ``name`` (a ConfigError naming ``flag``, the option that gave it, and listing the names)."""
     if name not in SIZES:
-        raise ConfigError(f"--ladder size={name!r} is not a size; the sizes are {', '.join(SIZES)}")
+        raise ConfigError(f"{flag} size={name!r} is not a size; the sizes are {', '.join(SIZES)}")
     return SIZES[name]

@@ -46,6 +46,8 @@ class Rung:
     """the config overrides that make this rung."""
     folder: str
     """the rung's sub-folder of the ladder's output (``rungs/<folder>``), stable so that a rerun resumes it."""
+    flag: str = "--ladder"
+    """the option that gave the value: ``--ladder`` (a trained rung) or ``--extrapolate``; messages name it."""
 
 
 @dataclass(frozen=True)
@@ -60,19 +62,20 @@ class Ladder:
         """How --ladder is written."""
         return f"{self.key}={','.join(self.values)}"
 
-    def rung(self, value: str) -> Rung:
+    def rung(self, value: str, flag: str = "--ladder") -> Rung:
+        """The rung of ``value``, given by ``flag`` (``--ladder`` or ``--extrapolate``)."""
         if self.key == SIZE_KEY:
-            overrides = tuple(sizes.size(value).overrides())
+            overrides = tuple(sizes.size(value, flag).overrides())
         else:
             overrides = (f"{self.key}={value}",)
-        return Rung(value, overrides, folder_name(f"{self.key.rsplit('.', 1)[-1]}-{value}"))
+        return Rung(value, overrides, folder_name(f"{self.key.rsplit('.', 1)[-1]}-{value}"), flag)
 
     def rungs(self) -> list[Rung]:
         return [self.rung(v) for v in self.values]
 
     def beyond(self) -> list[Rung]:
         """The extrapolated rungs."""
-        return [self.rung(v) for v in self.extrapolate]
+        return [self.rung(v, "--extrapolate") for v in self.extrapolate]
 
     def options(self) -> list[str]:
         """The command-line options that give this ladder."""

@@ -23,12 +23,13 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def typed(key: str, value: str, preset: str, overrides: list[str]) -> Any:
-    """``value`` of ``key`` as the preset's config reads it (a ConfigError naming the rung when it cannot)."""
+def typed(key: str, value: str, preset: str, overrides: list[str], flag: str = "--ladder") -> Any:
+    """``value`` of ``key`` as the preset's config reads it (a ConfigError naming ``flag``'s rung when it
+    cannot)."""
     try:
         cfg = load_config(preset, [*overrides, f"{key}={value}"]).to_dict()
     except ConfigError as e:
-        raise ConfigError(f"--ladder rung {value}: {e}") from None
+        raise ConfigError(f"{flag} rung {value}: {e}") from None
     for part in key.split("."):
         cfg = cfg[part]
     return cfg
@@ -37,7 +38,7 @@ def typed(key: str, value: str, preset: str, overrides: list[str]) -> Any:
 def _canonical(flag: str, key: str, given: tuple[str, ...], preset: str, overrides: list[str]) -> tuple[str, ...]:
     out: dict[str, str] = {}
     for v in given:
-        text = text_of(typed(key, v, preset, overrides))
+        text = text_of(typed(key, v, preset, overrides, flag))
         if text in out:
             raise ConfigError(
                 f"{flag} gives {key}={out[text]} and {key}={v}, both {text} as the config reads them; give every "
