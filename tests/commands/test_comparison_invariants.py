@@ -67,7 +67,34 @@ INVARIANTS = [
          "train.optimizer=muon reaches 0 parameters", "LSTMLM", "use adamw"),
     case("train-muon-on-lstm", lambda c: ["train", "ptb-lstm-small", "train.optimizer=muon", "--out", c.tmp / "r"],
          "train.optimizer=muon reaches 0 parameters of this model"),
+    # an option the arm's optimizer never reads: the variant was compared with itself (bitwise the same runs)
+    case("variant-sgd-momentum-on-adamw", variant("train.momentum=0.5"),
+         "train.momentum is set but train.optimizer=adamw does not use it (only sgd does)", "train.optimizer=sgd"),
+    case("variant-muon-momentum-on-adamw", variant("train.muon_momentum=0.1"), "train.muon_momentum", "only muon"),
+    case("variant-muon-adjust-on-adamw", variant("train.muon_adjust_lr=original"), "train.muon_adjust_lr"),
+    case("global-eps-on-sgd", compare("--strategies", "tied,untied", "train.eps=1e-6", preset="ptb-lstm-small"),
+         "train.eps is set but train.optimizer=sgd does not use it (only adamw and muon do)"),
+    case("train-betas-on-sgd", lambda c: ["train", "ptb-lstm-small", "train.betas=[0.8,0.9]", "--out", c.tmp / "r"],
+         "train.betas is set but train.optimizer=sgd"),
+    case("train-momentum-on-muon", lambda c: ["train", "ptb-gpt-tiny", "train.optimizer=muon", "train.momentum=0.9",
+                                              "--out", c.tmp / "r"], "train.momentum", "only sgd"),
 ]  # fmt: skip
+
+
+def test_a_preset_s_own_adamw_values_stay_when_a_user_switches_to_sgd(tmp_path):
+    """The check reads what the user gave: a preset's betas (or a whole config written by to_yaml, which spells
+    every default out) pass with train.optimizer=sgd; a file of the user's own with momentum under adamw does not."""
+    from embtie.config import load_config
+    from embtie.errors import ConfigError
+
+    assert load_config("multi30k-transformer-small", ["train.optimizer=sgd"]).train.betas == [0.9, 0.98]
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(load_config("ptb-gpt-tiny").to_yaml())
+    assert load_config(str(dump), ["train.optimizer=sgd", "train.momentum=0.9"]).train.momentum == 0.9
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(load_config("ptb-gpt-tiny").to_yaml().replace("momentum: 0.0", "momentum: 0.5"))
+    with pytest.raises(ConfigError, match=r"train\.momentum is set but train\.optimizer=adamw"):
+        load_config(str(mine))
 
 
 @pytest.mark.parametrize("c", INVARIANTS)

@@ -309,6 +309,11 @@ def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:
             cfg = base.replace({"sharing.name": name, "sharing.options": options, "seed": seed})
             cfg = cfg.replace(user_opts) if user_opts else cfg
             cfg = cfg.replace(arm) if arm else cfg  # after the strategy is set: head_* keys need its head
+            if arm and seed == spec.first_seed:  # a key the arm's optimizer never reads: the arm would not differ
+                try:
+                    cfg.train.check_given([o.split("=", 1)[0] for o in arm])
+                except ConfigError as e:
+                    raise ConfigError(f"--strategies {spec.strategy_text(label)}: {e}") from None
             cfg = cfg.replace({"train.progress": False})
             cfg = cfg.replace(spec.matching.overrides_of(label)) if spec.matching is not None else cfg  # --match
             level = analysis_level(spec.analysis, cfg)

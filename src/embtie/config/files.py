@@ -116,7 +116,12 @@ def load_config(spec: str | Path, overrides: list[str] | None = None) -> RunConf
         k, v = parse_override(o)
         set_dotted(raw, k, v)
     try:
-        return config_from_dict(raw)
+        cfg = config_from_dict(raw)
+        given = [parse_override(o)[0] for o in overrides or []]
+        if spec not in preset_names():  # the user's own file: a value away from the default is theirs too
+            given += [f"train.{k}" for k in (file_raw.get("train") or {}) if cfg.train.differs(k)]
+        cfg.train.check_given(given)
+        return cfg
     except ConfigError as e:
         if spec in preset_names():
             raise

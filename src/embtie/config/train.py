@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Annotated, Literal
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Annotated, ClassVar, Literal
 
 from embtie.errors import ConfigError
 from embtie.schema import TRAINING_STEPS, Declared, Rule, Setting
@@ -217,6 +217,39 @@ class TrainConfig(Declared):
             )
         if self.optimizer != "muon" and self.muon_lr is not None:
             raise ConfigError(f"train.muon_lr is set but train.optimizer={self.optimizer}; set train.optimizer=muon")
+
+    UNUSED_BY: ClassVar[dict[str, tuple[str, ...]]] = {
+        "momentum": ("adamw", "muon"),
+        "betas": ("sgd",),
+        "eps": ("sgd",),
+        "muon_momentum": ("sgd", "adamw"),
+        "muon_adjust_lr": ("sgd", "adamw"),
+    }
+    """key -> the optimizers that never read it (``check_given``)."""
+
+    def differs(self, key: str) -> bool:
+        """Whether ``train.<key>`` holds another value than its default (a whole config written by
+        ``to_yaml`` spells every default out; False for a key that is not one)."""
+        f = next((f for f in fields(self) if f.name == key), None)
+        if f is None:
+            return False
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        return bool(getattr(self, key) != default)
+
+    def check_given(self, keys: list[str]) -> None:
+        """A one-line ConfigError when the user gave (``keys``: the ``train.*`` keys of their overrides or
+        their own YAML file) a key that ``optimizer`` never reads: it would change nothing, and a variant that
+        differs by it alone would be compared with itself. A preset's own values (AdamW betas that stay when a
+        user switches to sgd) are not the user's and pass."""
+        for key in keys:
+            unused = self.UNUSED_BY.get(key.removeprefix("train."), ()) if key.startswith("train.") else ()
+            if self.optimizer in unused:
+                readers = sorted({"sgd", "adamw", "muon"} - set(unused))
+                verb = "does" if len(readers) == 1 else "do"
+                raise ConfigError(
+                    f"{key} is set but train.optimizer={self.optimizer} does not use it (only {' and '.join(readers)} "
+                    f"{verb}): drop it, or set train.optimizer={readers[0]}"
+                )
 
     def head_keys(self) -> list[str]:
         """The ``train.head_*`` keys this config sets (not null)."""
