@@ -388,6 +388,17 @@ NUMBERS_IN_RANGE = [
         "data.vocab_size=5000 sizes the subword model",
         "data.tokenizer=word trains none",
     ),
+    case(  # and the other way: a word-vocabulary key with a subword tokenizer (it cut the piece table wrongly)
+        "range-max-vocab-with-bpe",
+        argv("train", "ptb-gpt-tiny", "data.tokenizer=bpe", "data.max_vocab=3000", "--out", "{tmp}/out"),
+        "data.max_vocab=3000 shapes a word vocabulary",
+        "data.tokenizer=bpe trains a subword model of data.vocab_size=8000 pieces",
+    ),
+    case(
+        "range-min-count-with-unigram",
+        argv("train", "ptb-gpt-tiny", "data.tokenizer=unigram", "data.min_count=2", "--out", "{tmp}/out"),
+        "data.min_count=2 shapes a word vocabulary",
+    ),
     case(  # issue 54, class 6: a corpus on one line was an internal error of SentencePiece
         "range-one-line-corpus-bpe",
         lambda c: ["train", "ptb-gpt-tiny", "--out", c.tmp / "out", "data.tokenizer=bpe", "data.vocab_size=64",

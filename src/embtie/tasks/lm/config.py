@@ -144,3 +144,11 @@ class LMDataConfig(Declared):
                 f"and data.tokenizer={tokenizer} trains none, so it would be ignored: leave it out, set "
                 "data.tokenizer=bpe, or cap a word vocabulary with data.max_vocab"
             )
+        given = (("max_vocab", self.max_vocab, None), ("min_count", self.min_count, 1))  # (key, value, a no-op)
+        words_only = [f"data.{k}={v}" for k, v, same in given if v not in (None, same)]
+        if tokenizer in ("bpe", "unigram") and words_only:
+            raise ConfigError(
+                f"{words_only[0]} shapes a word vocabulary, and data.tokenizer={tokenizer} trains a subword model of "
+                f"data.vocab_size={self.vocab_size} pieces instead, so it does not apply: leave it out, size the "
+                "pieces with data.vocab_size, or set data.tokenizer=word"
+            )
