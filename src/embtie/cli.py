@@ -151,8 +151,8 @@ def _os_error(e: OSError) -> str:
     where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
     what = e.strerror or str(e)
     hint = {
-        errno.EACCES: "check its permissions, or choose a folder you can write to",
-        errno.EPERM: "check its permissions, or choose a folder you can write to",
+        errno.EACCES: "check its permissions (to write: choose a folder you can write to)",
+        errno.EPERM: "check its permissions (to write: choose a folder you can write to)",
         errno.EROFS: "the file system is read-only; choose another folder",
         errno.ENOSPC: "the disk is full; free some space",
         errno.ENOTDIR: "a part of the path is a file, not a folder",
@@ -160,7 +160,27 @@ def _os_error(e: OSError) -> str:
         errno.ENOENT: "check the path",
     }.get(e.errno or 0)
     text = f"{what}: {where}" if where else what
+    cache = _cache_holding(e.filename)
+    if cache is not None and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
+        setting = "EMBTIE_CACHE" if os.environ.get("EMBTIE_CACHE") else "EMBTIE_CACHE (unset: the default)"
+        hint = f"it is embtie's cache {cache}, set by {setting}: point EMBTIE_CACHE at a folder you can write to"
     return f"{text}; {hint}" if hint else text
+
+
+def _cache_holding(filename: object) -> str | None:
+    """The cache folder (``$EMBTIE_CACHE`` or its default) that holds ``filename``, or None."""
+    if not isinstance(filename, str | os.PathLike):
+        return None
+    from pathlib import Path
+
+    from embtie.data.files import user_data_cache
+    from embtie.data.subwords import cache_root
+
+    path = Path(filename).expanduser().absolute()
+    for root in {cache_root().absolute(), user_data_cache().parent.absolute()}:
+        if path == root or root in path.parents:
+            return str(root)
+    return None
 
 
 def _chosen(argv: list[str]) -> str:

@@ -666,6 +666,24 @@ READ_ONLY_CASES = [
 ]
 
 
+def test_a_read_only_cache_names_embtie_cache(tmp_path, capfd, monkeypatch):
+    """Issue 54, class 8: a subword model the cache cannot take said "Permission denied: .../subwords; check its
+    permissions", never naming the setting that chose the folder."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("EMBTIE_CACHE", str(cache))
+    argv = ["train", "ptb-gpt-tiny", *TINY_LM, "data.tokenizer=bpe", "data.vocab_size=200", "--out", tmp_path / "r"]
+    capfd.readouterr()
+    _read_only([cache], True)
+    try:
+        with _permissions_apply_to_root():
+            code = main([str(a) for a in argv])
+    finally:
+        _read_only([cache], False)
+    line = assert_one_line_error(code, capfd.readouterr()[1], ("Permission denied", "EMBTIE_CACHE"))
+    assert f"it is embtie's cache {cache}, set by EMBTIE_CACHE: point EMBTIE_CACHE at a folder" in line, line
+
+
 @pytest.mark.parametrize(("argv", "expect"), READ_ONLY_CASES)
 def test_read_only(argv, expect, lm_run, tmp_path, capfd):
     """A folder the user cannot write to (as root too: the capability to ignore permissions is dropped)."""
