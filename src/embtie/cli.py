@@ -188,22 +188,6 @@ def _chosen(argv: list[str]) -> str:
     return next((word for word in argv if word in COMMANDS), "")
 
 
-def _given_twice(overrides: object) -> str | None:
-    """The message for a config key given twice among a command's ``key=value`` words (the last would win
-    silently), or None."""
-    if not isinstance(overrides, list):
-        return None
-    seen: dict[str, str] = {}
-    for word in overrides:
-        if not isinstance(word, str) or "=" not in word:
-            continue
-        key = word.split("=", 1)[0].strip()
-        if key in seen:
-            return f"{key} is given twice ({seen[key]} and {word}); give each key once"
-        seen[key] = word
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_chosen(sys.argv[1:] if argv is None else argv))
     try:
@@ -222,9 +206,6 @@ def main(argv: list[str] | None = None) -> int:
             sub = f"embtie {command}" if command else "embtie"
             parser.exit(2, f"{sub}: error: unrecognized arguments: {' '.join(extra)}; see `{sub} --help`\n")
         getattr(args, target).extend(extra)
-    twice = _given_twice(getattr(args, "overrides", None)) or _given_twice(getattr(args, "args", None))  # foreign
-    if twice is not None:
-        parser.exit(2, f"embtie {getattr(args, 'command', '')}: error: {twice}\n")
     if not getattr(args, "_run", None):  # foreign: argparse's Namespace
         parser.print_help()
         print(f"embtie: error: no command given; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)

@@ -467,12 +467,6 @@ REINTERPRETATION = [
         "train.lr is given twice in 'x=untied:train.lr=1e-3:train.lr=2e-3'",
     ),
     (
-        "train-key-twice",
-        ["train", "ptb-gpt-tiny", "--out", "{tmp}/r", "train.lr=1e-3", "train.max_steps=1", "train.lr=2e-3"],
-        "train.lr is given twice (train.lr=1e-3 and train.lr=2e-3); give each key once",
-    ),
-    ("compare-key-twice", ["compare", "ptb-gpt-tiny", "model.dim=32", "model.dim=64"], "model.dim is given twice"),
-    (
         "hf-compare-option-of-a-strategy-not-compared",
         ["hf-compare", "gpt2-tiny", "--strategies", "tied,l2norm", "--option", "fixed.logit_scale=learned"],
         "strategy 'fixed'",
