@@ -89,11 +89,12 @@ def test_a_changed_validation_file_is_refused_by_eval_and_analyze_quantize_alike
     run, files = own_text
     table = quantization_table.measure(run, ["int8"], ["both"], baseline=False)
     assert quantization_table.read(run) is not None
+    assert cli.main(["analyze", str(run)]) == 0  # stored diagnostics too: a stale note must not precede the refusal
     request.addfinalizer(_restore_after(files["valid"]))
     _replace(files["valid"])
     assert quantization_table.read(run) is None  # before: the old table
     capsys.readouterr()
-    for argv in (["analyze", str(run), "--quantize", "int8"], ["eval", str(run)]):
+    for argv in (["analyze", str(run), "--quantize", "int8"], ["analyze", str(run)], ["eval", str(run)]):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "data.valid_file" in err[0] and "changed since the run started" in err[0], err

@@ -46,7 +46,7 @@ from embtie.analysis.records import (
     ValidationSummary,
     WordSimilarity,
 )
-from embtie.rundir import provenance
+from embtie.rundir import inputs, provenance
 from embtie.tasks.capabilities import Captions, Translates
 
 if TYPE_CHECKING:
@@ -279,6 +279,7 @@ def _stale(run_dir: Path, diag: RunDiagnostics) -> bool:
     """Whether stored diagnostics are stale (saying why in one line on stderr)."""
     why = stale_reason(run_dir, diag)
     if why is not None:
+        inputs.check(Path(run_dir))  # a file the run read changed: refused before any note says "computing again"
         print(f"embtie: note: the analysis of {run_dir} is out of date ({why}); computing it again", file=sys.stderr)
     return why is not None
 
