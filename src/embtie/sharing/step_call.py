@@ -72,7 +72,7 @@ def check_optimizer(strategy: nn.Module, name: str, optimizer: Any, needs: bool)
 
 def _flattened(p: Any) -> bool:
     """Whether FSDP1 flattened ``p`` (or ``p`` is its FlatParameter): torch's ``_fsdp_flattened`` marker."""
-    return bool(getattr(p, "_fsdp_flattened", False))
+    return bool(getattr(p, "_fsdp_flattened", False))  # foreign: torch's FSDP1 marker on a tensor
 
 
 def check_step_call(strategy: nn.Module, name: str, step: Any, total_steps: Any, optimizer: Any, needs: bool) -> None:
