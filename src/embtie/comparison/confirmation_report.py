@@ -67,7 +67,7 @@ def block_keys(folders: Sequence[Path]) -> tuple[list[str], list[Path]]:
     """The block of each folder in a pooled verdict: its machine, except that folders which share a machine
     name without the CPU's family and model recorded are told apart by folder; and those folders."""
     names = [machine(f) for f in folders]
-    apart = [f for f, m in zip(folders, names) if _unidentified(f) and names.count(m) > 1]
+    apart = [f for f, m in zip(folders, names) if names.count(m) > 1 and _unidentified(f)]  # read on a clash only
     return [f"{m} [{f}]" if f in apart else m for f, m in zip(folders, names)], apart
 
 
