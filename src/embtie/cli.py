@@ -188,6 +188,23 @@ def _chosen(argv: list[str]) -> str:
     return next((word for word in argv if word in COMMANDS), "")
 
 
+def _given_twice(words: object) -> list[str]:
+    """Notes for each config key given more than once among a command's ``key=value`` words: the last
+    value is used (scripts build commands by appending, so this is a note, not a refusal)."""
+    if not isinstance(words, list):
+        return []
+    values: dict[str, list[str]] = {}
+    for word in words:
+        if isinstance(word, str) and "=" in word and not word.startswith("-"):
+            key, value = word.split("=", 1)
+            values.setdefault(key.strip(), []).append(value.strip())
+    return [
+        f"{key} is given {len(given)} times ({', then '.join(given)}); the last, {given[-1]}, is used"
+        for key, given in values.items()
+        if len(given) > 1 and len(set(given)) > 1
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_chosen(sys.argv[1:] if argv is None else argv))
     try:
@@ -206,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             sub = f"embtie {command}" if command else "embtie"
             parser.exit(2, f"{sub}: error: unrecognized arguments: {' '.join(extra)}; see `{sub} --help`\n")
         getattr(args, target).extend(extra)
+    words = getattr(args, "overrides", None), getattr(args, "args", None)  # foreign: argparse's Namespace
+    for note in _given_twice(words[0]) + _given_twice(words[1]):
+        print(f"embtie {getattr(args, 'command', '')}: note: {note}", file=sys.stderr)  # foreign: argparse's Namespace
     if not getattr(args, "_run", None):  # foreign: argparse's Namespace
         parser.print_help()
         print(f"embtie: error: no command given; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)

@@ -240,6 +240,20 @@ def test_numbers_on_the_command_line_parse_alike():
     assert number_arg(float, "--lr", gt=0)(".5") == 0.5
 
 
+def test_a_key_given_twice_is_a_note_and_the_last_value_is_used(capfd):
+    """Scripts build commands by appending overrides, so a key given twice with different values is not
+    refused; one note on stderr names the key, both values and the one used, and the plan uses it."""
+    import json
+
+    capfd.readouterr()
+    assert main(["plan", "ptb-gpt-tiny", "model.dim=32", "model.dim=64", "--hardware", "cpu:1", "--json"]) == 0
+    out, err = capfd.readouterr()
+    assert "note: model.dim is given 2 times (32, then 64); the last, 64, is used" in err
+    assert json.loads(out)["strategies"][0]["params"]["dim"] == 64
+    assert main(["plan", "ptb-gpt-tiny", "model.dim=64", "model.dim=64", "--hardware", "cpu:1", "--json"]) == 0
+    assert "given 2 times" not in capfd.readouterr().err  # the same value twice says nothing
+
+
 # ---------------------------------------------------------------------------- Python API
 
 
