@@ -101,7 +101,7 @@ def test_a_late_average_retie_with_an_optimizer_that_never_stepped_is_refused():
     optimizer = torch.optim.AdamW(host.parameters(), lr=1e-2)
     host.sharing.untie()  # as a checkpoint restored after the untie would leave it, with a fresh optimizer
     with pytest.raises(ConfigError, match=r"re-ties at on_train_step\(step=6\) but the optimizer holds no state "
-                                          r"for E and O yet .*the re-tied E would not average them"):  # fmt: skip
+                                          r"for E and O yet .*the re-tied E would not average their Adam"):  # fmt: skip
         loop.on_train_step(host, 6, 10, optimizer)
     assert not host.sharing.is_retied
     loop.on_train_step(host, 6, 10, torch.optim.SGD(host.parameters(), lr=0.1))  # no moments to average
@@ -152,3 +152,48 @@ def test_zero_over_two_ranks_sends_e_s_moments_to_o_s_owner():
     assert ranks[0]["e_owner"] != ranks[0]["o_owner"]  # the case a local copy cannot do
     assert ranks[0]["untied"] and ranks[1]["untied"] and ranks[0]["e_stepped"]
     assert ranks[ranks[0]["o_owner"]]["o_is_e"] is True
+
+
+def test_after_its_untie_a_call_from_another_training_is_refused():
+    """Once this process has untied at step 5 of 10: another total_steps, a step before 5, or a fresh Adam that
+    holds nothing for O are one-line refusals; the same step again, later steps, a fresh optimizer given O's
+    state, and a model loaded from the weights (fine-tuned from step 0) are not."""
+    host = Host(untie_at=0.5)
+    optimizer = torch.optim.AdamW(host.parameters(), lr=1e-2)
+    for step in range(7):
+        _step(host, optimizer, step, 10)
+    assert host.sharing.is_untied
+    cases = [
+        ((7, 20, optimizer), r"on_train_step\(total_steps=20\) after its untie at step 5 of 10: .*pass 10 throughout"),
+        ((2, 10, optimizer), r"on_train_step\(step=2\) goes back before its untie at step 5 of 10"),
+        (
+            (7, 10, torch.optim.AdamW(host.parameters(), lr=1e-2)),
+            r"on_train_step\(step=7\) got another optimizer than at its untie at step 5, and it holds no state for O: "
+            r"the Adam moments",
+        ),
+        (
+            (7, 10, torch.optim.SGD(host.parameters(), lr=0.1, momentum=0.9)),
+            r"on_train_step\(step=7\) .*no state for O: the momentum learned so far would restart",
+        ),
+    ]
+    for (step, total, given), message in cases:
+        with pytest.raises(ConfigError, match=rf"^strategy 'tie-untie': {message}") as err:
+            loop.on_train_step(host, step, total, given)
+        assert "\n" not in str(err.value)
+    _step(host, optimizer, 7, 10)
+    loop.on_train_step(host, 7, 10, optimizer)  # the same step again (a loop that calls it per micro-batch)
+    restored = torch.optim.AdamW(host.parameters(), lr=1e-2)
+    restored.load_state_dict(optimizer.state_dict())
+    _step(host, restored, 8, 10)  # a fresh optimizer holding the state: accepted
+    _step(host, torch.optim.SGD(host.parameters(), lr=0.1), 9, 10)  # plain SGD keeps nothing to lose
+    loaded = Host(untie_at=0.5)
+    loaded.load_state_dict(host.state_dict())
+    assert loaded.sharing.is_untied
+    _step(loaded, torch.optim.AdamW(loaded.parameters(), lr=1e-2), 0, 4)  # a new training of the trained model
+
+
+def test_a_momentum_sgd_refusal_names_momentum_not_adam():
+    host = Host(untie_at=0.5)
+    with pytest.raises(ConfigError, match=r"so O would start without E's momentum: ") as err:
+        loop.on_train_step(host, 5, 10, torch.optim.SGD(host.parameters(), lr=0.1, momentum=0.9))
+    assert "Adam" not in str(err.value)

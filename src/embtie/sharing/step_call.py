@@ -43,7 +43,7 @@ def check_optimizer(strategy: nn.Module, name: str, optimizer: Any, needs: bool)
         if needs:
             raise ConfigError(
                 f"strategy {name!r} needs the optimizer in on_train_step(step, total_steps, optimizer): its switch "
-                "copies E's optimizer state (Adam moments) to O"
+                "copies E's optimizer state (Adam's moments, SGD's momentum) to O"
             )
         return
     groups = getattr(optimizer, "param_groups", None)  # foreign: torch's optimizer, or accelerate's wrapper of it
@@ -79,6 +79,15 @@ def check_step_call(strategy: nn.Module, name: str, step: Any, total_steps: Any,
     """``check_step`` and ``check_optimizer`` of one call: the whole contract of ``on_train_step``."""
     check_step(step, total_steps)
     check_optimizer(strategy, name, optimizer, needs)
+
+
+def moment_words(optimizer: Any) -> str:
+    """What ``optimizer`` keeps per parameter, in a message's words: "Adam moments" (betas), "momentum" (SGD's
+    momentum) or "optimizer state"."""
+    groups = getattr(optimizer, "param_groups", ())  # foreign: torch's optimizer, or accelerate's wrapper of it
+    if any("betas" in g for g in groups):
+        return "Adam moments"
+    return "momentum" if any(bool(g.get("momentum", 0)) for g in groups) else "optimizer state"
 
 
 def keeps_moments(optimizer: Any) -> bool:

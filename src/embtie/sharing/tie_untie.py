@@ -35,7 +35,7 @@ from embtie.errors import ConfigError
 from embtie.schema import Setting
 from embtie.sharing import moments
 from embtie.sharing.registry import register
-from embtie.sharing.step_call import keeps_moments
+from embtie.sharing.step_call import keeps_moments, moment_words
 from embtie.sharing.tied import Tied
 
 RetieTo = Literal["input", "average"]
@@ -99,6 +99,8 @@ class TieUntie(Tied):
         self.register_buffer("retied", torch.zeros(()) if self.retie_at is not None else None)
         self._is_untied = False  # mirrors the buffers without a host sync per forward
         self._is_retied = False
+        self._switched: tuple[int, int, int] | None = None
+        """(step, total_steps, id of the optimizer) of the last switch this process made (``_check_schedule``)."""
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -132,11 +134,49 @@ class TieUntie(Tied):
         """Called before every optimizer step ``step`` (0-based) of ``total_steps``: unties at ``untie_step``,
         re-ties at ``retie_step``."""
         super().on_train_step(step, total_steps, optimizer)
+        step, total_steps = int(step), int(total_steps)
+        self._check_schedule(step, total_steps, optimizer)
         if not self._is_untied and step >= self.untie_step(total_steps):
             self.untie(optimizer, step)
+            self._switched = (step, total_steps, id(optimizer))
         retie = self.retie_step(total_steps)
         if retie is not None and self._is_untied and not self._is_retied and step >= retie:
             self.retie(optimizer, step)
+            self._switched = (step, total_steps, id(optimizer))
+
+    def _check_schedule(self, step: int, total_steps: int, optimizer: Any) -> None:
+        """Once this process has switched (at step s of T, with optimizer X), refuse a call that belongs to another
+        training: a total_steps other than T (the switch steps are fractions of it), a step before s (the
+        schedule says the matrices were not yet switched there), or another optimizer that holds no state for the
+        matrix now in use while X's moments would be dropped (a fresh optimizer mid-training). A model loaded from
+        a checkpoint has made no switch in this process, so fine-tuning it from step 0 is not refused."""
+        if self._switched is None:
+            return
+        at, total, made_with = self._switched
+        what = "re-tie" if self._is_retied else "untie"
+        new = "build a new strategy (or load the model) for a new training"
+        if total_steps != total:
+            raise ConfigError(
+                f"strategy {self.name!r}: on_train_step(total_steps={total_steps}) after its {what} at step {at} of "
+                f"{total}: untie_at and retie_at are fractions of one training's total_steps; pass {total} "
+                f"throughout, or {new}"
+            )
+        if step < at:
+            raise ConfigError(
+                f"strategy {self.name!r}: on_train_step(step={step}) goes back before its {what} at step {at} of "
+                f"{total}, where the schedule says the matrices were not yet switched; steps of one training do not "
+                f"go back (a resumed run continues from its saved step), or {new}"
+            )
+        if optimizer is None or id(optimizer) == made_with or not keeps_moments(optimizer) or step == 0:
+            return
+        used = self.weight if self._is_retied else self.out_weight
+        if not moments.state_of(optimizer, used):
+            raise ConfigError(
+                f"strategy {self.name!r}: on_train_step(step={step}) got another optimizer than at its {what} at step "
+                f"{at}, and it holds no state for {'E' if self._is_retied else 'O'}: the {moment_words(optimizer)} "
+                "learned so far would restart from zero; pass the optimizer that has been stepping, or load its "
+                "state first"
+            )
 
     def _check_moments(self, step: int, optimizer: Any, state: moments.State | None, what: str) -> None:
         """Refuse a switch after step 0 whose optimizer keeps moments (``step_call.keeps_moments``) but holds
@@ -145,7 +185,9 @@ class TieUntie(Tied):
         (``moments.state_of``, the same on every rank)."""
         if step == 0 or optimizer is None or state or not keeps_moments(optimizer):
             return
-        lost = "O would start without E's Adam moments" if what == "unties" else "the re-tied E would not average them"
+        kept = moment_words(optimizer)
+        lost = f"O would start without E's {kept}"
+        lost = lost if what == "unties" else f"the re-tied E would not average their {kept}"
         raise ConfigError(
             f"strategy {self.name!r} {what} at on_train_step(step={step}) but the optimizer holds no state for "
             f"{'E' if what == 'unties' else 'E and O'} yet (no optimizer step has updated it), so {lost}: call "
@@ -184,6 +226,7 @@ class TieUntie(Tied):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._is_untied = bool(self.untied)
         self._is_retied = self.retied is not None and bool(self.retied)
+        self._switched = None  # loaded weights start a new training as far as the schedule checks go
 
     def parameter_counts(self) -> dict[str, int]:
         """As the base, without the 0-d phase flags (not fixed tables)."""
