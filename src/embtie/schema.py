@@ -192,7 +192,32 @@ def check_as(cls: type, name: str, value: Any, key: str, tp: Any = None) -> Any:
     type, or ``tp``), for a Python API that takes what a config key takes: the same range, and a one-line
     ConfigError naming ``key`` (``param_groups(weight_decay)``) instead of the config key."""
     d = next(d for d in declarations(cls) if d.name == name)
-    return check(value, d.type if tp is None else tp, key, d.setting)
+    tp = d.type if tp is None else tp
+    if _text_for_a_number(value, tp):
+        verb = "holds" if isinstance(value, list | tuple) else "is"
+        raise ConfigError(
+            f"{shown(key, value)} {verb} text: it must be {describe(tp, d.setting)}; a Python call passes numbers "
+            "as numbers (float(...) first if you read it from a file)"
+        )
+    return check(value, tp, key, d.setting)
+
+
+def _text_for_a_number(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (or an element of a list or tuple of it) is a str where ``tp`` takes numbers: text a
+    config file or command line gives is converted (``check``), but from Python it is a caller's mistake."""
+    if isinstance(value, list | tuple):
+        return any(_text_for_a_number(v, tp) for v in value)
+    return isinstance(value, str) and not _takes_text(tp)
+
+
+def _takes_text(tp: Any) -> bool:
+    """Whether ``tp`` (a type, Literal, Optional, list of them) accepts a str value."""
+    if tp is str or tp is Any:
+        return True
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is Literal:
+        return any(isinstance(a, str) for a in args)
+    return any(_takes_text(a) for a in args)
 
 
 def _read_declarations(cls: type) -> tuple[Declaration, ...]:

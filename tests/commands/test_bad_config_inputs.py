@@ -285,6 +285,20 @@ def _gpt(**kw: Any) -> Any:
     return GPTConfig(**kw)
 
 
+def _param_groups(**kw: Any) -> Any:
+    from torch import nn
+
+    from embtie.loop import param_groups
+
+    return param_groups(nn.Linear(2, 2), **kw)
+
+
+def _table(**kw: Any) -> Any:
+    from embtie.training.table_settings import TableSettings
+
+    return TableSettings(**kw)
+
+
 def _build(name: str, **options: Any) -> Any:
     from embtie import sharing
 
@@ -304,7 +318,14 @@ API_CASES = [
     _api(lambda: _build("tie-untie", untie_at="2"), "option untie_at=2.0 must be in [0, 1]"),
     _api(lambda: _build("ngpt", scale_init=0), "option scale_init=0 must be > 0"),
     _api(lambda: _build("adaptive", div_factor=0.5), "option div_factor=0.5 must be >= 1"),
+    _api(lambda: _param_groups(weight_decay="0.1"), "param_groups(weight_decay)='0.1' is text", "a number >= 0"),
+    _api(lambda: _param_groups(lr="6e-4"), "param_groups(lr)='6e-4' is text: it must be a number in (0, 100]"),
+    _api(lambda: _table(betas=("0.9", 0.95)), "TableSettings.betas=['0.9', 0.95] holds text", "list of 2 numbers"),
 ]
+
+
+def test_param_groups_takes_numbers_it_is_given_as_numbers():
+    assert [g["lr"] for g in _param_groups(weight_decay=0.1, lr=6e-4)] == [6e-4, 6e-4]
 
 
 @pytest.mark.parametrize(("fn", "expect"), API_CASES)

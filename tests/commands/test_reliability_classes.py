@@ -467,6 +467,12 @@ REINTERPRETATION = [
         "train.lr is given twice in 'x=untied:train.lr=1e-3:train.lr=2e-3'",
     ),
     (
+        "compare-variant-option-spelled-two-ways",
+        ["compare", "ptb-gpt-tiny", "--strategies", "tied,x=untied:sharing.options.bias=true:bias=false"],
+        "sharing.options.bias and bias in 'x=untied:sharing.options.bias=true:bias=false' are the same option",
+        "give it once (as bias=...)",
+    ),
+    (
         "hf-compare-option-of-a-strategy-not-compared",
         ["hf-compare", "gpt2-tiny", "--strategies", "tied,l2norm", "--option", "fixed.logit_scale=learned"],
         "strategy 'fixed'",
@@ -599,6 +605,7 @@ MESSAGES = [
         _wrong_download_by_hand,
         "ptb.test.txt is not the file expected there",
         "19 bytes",
+        "it is damaged or another file; the download from http://127.0.0.1:9/",  # the mirror's URL, not the source's
         "remove it",
     ),
     case("messages-verify-with-nothing-here", _empty_data_root("data", "verify", "ptb"), "no file of ptb is here"),

@@ -12,7 +12,7 @@ def test_a_missing_split_keeps_the_others_and_names_the_get_that_brings_it(sandb
     code = main(["data", "get", "ptb"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "ptb: split test missing (" in err and "kept what arrived (2 file(s)" in err
+    assert "ptb: split test could not be fetched (" in err and "kept what arrived (2 file(s)" in err
     assert "`embtie data get ptb --split test`" in err
     for e in catalogue.dataset("ptb").entries_of(["train", "valid"]):
         assert (sandbox / e.relpath).read_bytes() == (SHARED / e.relpath).read_bytes()

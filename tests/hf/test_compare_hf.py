@@ -19,6 +19,7 @@ from embtie import cli, tasks
 from embtie.config import load_config
 from embtie.errors import ConfigError, DataError
 from hf_checkpoint import make_checkpoint
+from tiny_runs import overridden
 
 GPT2 = {"model_type": "gpt2", "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 16,
         "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}  # fmt: skip
@@ -181,8 +182,9 @@ def test_a_folder_without_tokenizer_or_config_is_one_line(tmp_path, capsys):
 
 
 def test_a_huge_learning_rate_stops_at_the_first_non_finite_step(tmp_path, capsys):
-    argv = ["train", PRESET, f"model.hf={_config_file(tmp_path, LLAMA)}", *SMALL, "train.optimizer=sgd", "train.lr=100",
-            "train.grad_clip=null", "train.max_steps=20", "--out", str(tmp_path / "run")]  # fmt: skip
+    argv = ["train", PRESET, f"model.hf={_config_file(tmp_path, LLAMA)}",
+            *overridden(SMALL, "train.optimizer=sgd", "train.lr=100", "train.grad_clip=null", "train.max_steps=20"),
+            "--out", str(tmp_path / "run")]  # fmt: skip
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not finite" in err[0] and "train.lr=100," in err[0], err

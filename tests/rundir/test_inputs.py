@@ -18,9 +18,9 @@ from embtie.errors import ConfigError
 from embtie.rundir import inputs
 from embtie.training import train
 from raw_corpus import raw_corpus
-from tiny_runs import TINY_GPT_BODY
+from tiny_runs import TINY_GPT_BODY, overridden
 
-TINY = [*TINY_GPT_BODY, "data.tokenizer=word", "data.batch_size=4", "data.eval_batch_size=4", "train.max_steps=2",
+TINY = [*overridden(TINY_GPT_BODY, "data.eval_batch_size=4"), "data.tokenizer=word", "train.max_steps=2",
         "train.warmup_steps=0", "train.eval_every=2", "train.checkpoint_every=0", "train.threads=1",
         "train.progress=false"]  # fmt: skip
 

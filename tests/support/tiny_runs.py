@@ -33,3 +33,10 @@ TINY_GPT = [
     "data.valid_tokens=8192",
 ]
 """a 1-layer, 32-wide GPT on all PTB training tokens (learning-rate 0.01), validated on 8,192 tokens."""
+
+
+def overridden(base: list[str], *extra: str) -> list[str]:
+    """``base`` with the keys of ``extra`` replaced by ``extra``'s values: a command given a key twice prints a
+    note on stderr (the last value is used), an extra line for tests that read its one error line."""
+    keys = {word.split("=", 1)[0] for word in extra}
+    return [word for word in base if word.split("=", 1)[0] not in keys] + list(extra)

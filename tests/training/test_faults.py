@@ -25,7 +25,7 @@ from embtie.rundir import checkpoints
 from embtie.rundir.checkpoints import CheckpointError
 from embtie.training import objective, train
 from embtie.training.nonfinite import NonFiniteError
-from tiny_runs import TINY_GPT_BODY
+from tiny_runs import TINY_GPT_BODY, overridden
 
 DATA = os.environ.setdefault("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))
 TINY = [
@@ -75,8 +75,8 @@ def test_nan_at_step_k_stops_at_k_and_keeps_the_last_finite_checkpoint(monkeypat
 
 
 def test_huge_learning_rate_stops_with_one_line_and_finite_checkpoints(tmp_path, capsys):
-    argv = ["train", "ptb-gpt-tiny", *TINY, "train.optimizer=sgd", "train.lr=100", "train.checkpoint_every=1",
-            "train.grad_clip=null", "--out", str(tmp_path)]  # fmt: skip
+    huge = overridden(TINY, "train.optimizer=sgd", "train.lr=100", "train.checkpoint_every=1", "train.grad_clip=null")
+    argv = ["train", "ptb-gpt-tiny", *huge, "--out", str(tmp_path)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not finite" in err[0] and "train.lr=100," in err[0], err
@@ -116,7 +116,7 @@ def test_no_readable_checkpoint_is_an_error_and_changes_nothing(tmp_path, capsys
     (run / "summary.json").unlink()
     (run / "checkpoints/step-00000020/state.json").write_text("{garbage", encoding="utf-8")
     before = _tree_hash(run)
-    argv = ["train", "ptb-gpt-tiny", *TINY, "train.keep_checkpoints=1", "--out", str(run)]
+    argv = ["train", "ptb-gpt-tiny", *overridden(TINY, "train.keep_checkpoints=1"), "--out", str(run)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no readable checkpoint" in err[0] and "state.json" in err[0], err
@@ -256,6 +256,19 @@ def test_a_run_that_diverges_without_a_non_finite_step_says_so(tmp_path, capsys)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["valid_ppl"] == math.inf and summary["valid_loss"] > 709
     assert len(err) == 1 and "training diverged" in err[0] and "train.lr=100," in err[0], err
+
+
+def test_a_run_whose_first_loss_is_already_huge_blames_the_initialisation(tmp_path, capsys):
+    """init_std=1e9 keeps every step finite but the first batch's loss, before any update, is billions of nats
+    (a uniform guess scores ln 10000 = 9.21): the note names the initialisation, not the learning rate."""
+    argv = ["train", "ptb-gpt-tiny", *TINY, "sharing.options.init_std=1e9", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: the final")]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["step0_loss"] > 10 * math.log(10000) and summary["valid_ppl"] == math.inf
+    assert len(err) == 1 and "likely cause: the initialisation, not the learning rate" in err[0], err
+    assert f"was already {summary['step0_loss']:.4g} nats per token" in err[0] and "ln V = 9.21" in err[0]
+    assert "lower train.lr" not in err[0]
 
 
 def test_a_run_that_converges_prints_no_divergence_note(tmp_path, capsys):

@@ -232,6 +232,10 @@ def split_strategies(text: str) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
+OPTION_PREFIX = "sharing.options."
+"""a variant's dotted spelling of one of its strategy's options (``sharing.options.bias`` is ``bias``)."""
+
+
 def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
     """(label, strategy name, options) of one --strategies entry: ``NAME`` or ``LABEL=NAME:key=value:...``
     (a labelled variant, e.g. ``adaptive-l2norm=adaptive:within=l2norm``; values are read by
@@ -245,14 +249,23 @@ def parse_strategy(item: str) -> tuple[str, str, dict[str, Any]]:
         return head, head, {}
     labels.check_label(label, item)
     options: dict[str, Any] = {}
+    spelled: dict[str, str] = {}  # an option's name -> how this entry wrote it (bias or sharing.options.bias)
     for o in opts:
         key, eq, value = o.partition("=")
         if not eq or not key:
             raise ConfigError(f"{o!r} in {item!r} is not key=value; write LABEL=NAME:key=value:key=value")
         if key in options:
             raise ConfigError(f"{key} is given twice in {item!r}; give each key of a variant once")
+        option = key.removeprefix(OPTION_PREFIX)
+        if option in spelled:
+            raise ConfigError(
+                f"{spelled[option]} and {key} in {item!r} are the same option of the strategy, given twice; give it "
+                f"once (as {option}=...)"
+            )
+        spelled[option] = key
         options[key] = parse_scalar(value)
     return label, name, options
+
 
 
 def plan(spec: CompareSpec, *, folders: bool = True) -> list[PlannedRun]:

@@ -93,7 +93,7 @@ def fetch(source: Source, dataset: str, mirror: str | None = None, progress: boo
             downloader=pooch.HTTPDownloader(progressbar=progress, timeout=TIMEOUT_S),
         ))  # fmt: skip
     except Exception as e:  # requests' and pooch's errors, and OSError: each becomes one line
-        raise (wrong_file_error(source, target) or download_error(e, source, url, target, dataset)) from None
+        raise (wrong_file_error(source, target, url) or download_error(e, source, url, target, dataset)) from None
     finally:
         logger.setLevel(level)
     check_other_sums(got, source, url)
@@ -116,9 +116,10 @@ def check_other_sums(path: Path, source: Source, url: str) -> None:
             )
 
 
-def wrong_file_error(source: Source, target: Path) -> DataError | None:
-    """When the download failed and a file with the wrong sha256 sits where an earlier message said to put the
-    download by hand: a DataError saying that file is not the one expected (never the same advice again)."""
+def wrong_file_error(source: Source, target: Path, url: str) -> DataError | None:
+    """When the download (from ``url``: the source's, or its place on the mirror) failed and a file with the wrong
+    sha256 sits where an earlier message said to put the download by hand: a DataError saying that file is not
+    the one expected (damaged, or another file; never the same advice again)."""
     if not (source.sha256 and target.is_file()):
         return None
     have = sha256_of(target)
@@ -126,7 +127,8 @@ def wrong_file_error(source: Source, target: Path) -> DataError | None:
         return None
     return DataError(
         f"{target} is not the file expected there ({target.stat().st_size:,} bytes, sha256 {have[:12]}..., expected "
-        f"{source.sha256[:12]}...): it is not {source.url}; remove it and download that URL to this path again"
+        f"{source.sha256[:12]}...): it is damaged or another file; the download from {url} to replace it failed "
+        "too: remove it and download that URL to this path (or run the command again once the server answers)"
     )
 
 

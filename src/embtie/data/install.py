@@ -125,8 +125,8 @@ def _get_one(d: Dataset, wanted: list[str], mirror: str | None, say: Say, progre
     if missing:
         kept = f"kept what arrived ({len(done.added)} file(s) under {root})" if done.added else "nothing arrived"
         first = next(iter(missing.values()))
-        raise DataError(f"{d.name}: split {'; '.join(missing)} missing ({first}); {kept}; bring the rest with "
-                        f"`embtie data get {d.name} --split {','.join(missing)}`")  # fmt: skip
+        raise DataError(f"{d.name}: split {'; '.join(missing)} could not be fetched ({first}); {kept}; bring the "
+                        f"rest with `embtie data get {d.name} --split {','.join(missing)}`")  # fmt: skip
     return done
 
 

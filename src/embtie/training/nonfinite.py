@@ -105,14 +105,29 @@ def weights_error(step: int, tc: TrainConfig, out: Path) -> NonFiniteError:
     )
 
 
-def diverged_note(valid_loss: float, valid_ppl: float, tc: TrainConfig) -> str | None:
+INIT_BLOWUP = 10.0
+"""an initial loss above INIT_BLOWUP x ln V (a uniform guess scores ln V) puts the blame on the initialisation."""
+
+
+def diverged_note(
+    valid_loss: float, valid_ppl: float, tc: TrainConfig, step0_loss: float | None = None, vocab_size: int | None = None
+) -> str | None:
     """One line when a run finished with every step finite but an infinite validation perplexity (a loss
     past what exp holds, about 709 nats per token, where a uniform guess scores ln V): the training
-    diverged, and the run's figures are not a model's. None otherwise."""
+    diverged, and the run's figures are not a model's. None otherwise. The likely cause is the
+    initialisation when the first batch's loss, before any update, was already over ``INIT_BLOWUP`` x ln V
+    (``step0_loss``, ``vocab_size``), else the learning rate."""
     if math.isfinite(valid_ppl):
         return None
+    head = f"note: the final validation perplexity is infinite (validation loss {valid_loss:.4g} nats per token)"
+    if step0_loss is not None and vocab_size and vocab_size > 1 and step0_loss > INIT_BLOWUP * math.log(vocab_size):
+        return (
+            f"{head}: the run never learned; likely cause: the initialisation, not the learning rate: the first "
+            f"batch's loss, before any update, was already {step0_loss:.4g} nats per token (a uniform guess scores "
+            f"ln V = {math.log(vocab_size):.2f}); check sharing.options such as init_std, logit_scale and "
+            "embed_scale, and the model's settings, then train into a new --out"
+        )
     return (
-        f"note: the final validation perplexity is infinite (validation loss {valid_loss:.4g} nats per token): the "
-        f"training diverged; likely cause: a learning rate too high for this model (train.lr={tc.lr:g}, "
+        f"{head}: the training diverged; likely cause: a learning rate too high for this model (train.lr={tc.lr:g}, "
         f"train.grad_clip={tc.grad_clip}); lower train.lr into a new --out"
     )

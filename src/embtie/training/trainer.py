@@ -270,7 +270,9 @@ class Trainer:
             summary = summary_record(self.cfg, self.state, self.counts, self.state.step, self.steps_per_epoch,
                                      self.clock.elapsed(), self.rt)  # fmt: skip
             files.write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
-            note = nonfinite.diverged_note(summary["valid_loss"], summary["valid_ppl"], self.tc)
+            vocab = next((m.vocab_size for m in self.model.modules() if isinstance(m, VocabularyTables)), None)
+            note = nonfinite.diverged_note(summary["valid_loss"], summary["valid_ppl"], self.tc, self.state.step0_loss,
+                                           vocab)  # fmt: skip
             if note is not None:
                 print(note, file=sys.stderr)
         self.log.metrics.close()
