@@ -157,13 +157,13 @@ except EmbtieError as e:
     print('embtie: error:', e, file=sys.stderr); sys.exit(2)"
 
 echo "== two writers, stale results, not-finite weights (issue 30)"
-$E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY >$C/race.log 2>&1 &
+$E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 $TINY >$C/race.log 2>&1 &
 P1=$!; for _ in $(seq 60); do [ -f $W/race/checkpoints/latest ] && break; sleep 1; done
-case_ second-trainer 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY
+case_ second-trainer 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 $TINY
 case_ eval-while-training 0 $E eval $W/race
 kill -9 $P1; wait $P1 2>/dev/null
-case_ after-sigkill-resume 0 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY
-case_ resume-other-width 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 data.valid_tokens=2000 $TINY model.dim=32
+case_ after-sigkill-resume 0 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 $TINY
+case_ resume-other-width 2 $E train ptb-gpt-tiny --out $W/race train.max_steps=400 train.threads=1 data.train_tokens=20000 ${TINY/model.dim=16/model.dim=32}
 cp -r $RUN $W/nan
 $PY - <<PY
 import glob
@@ -203,7 +203,7 @@ printf '{"model_type": "gpt2", "n_layer": -1, "n_embd": 16, "n_head": 2, "n_posi
 out $W/r55; case_ c5-hf-config-no-blocks 2 $E train ptb-hf-gpt2-tiny --out $W/r55 model.hf=$W/neg54.json $HT
 printf 'the cat sat on the mat %.0s' $(seq 800) > $W/one54.txt
 out $W/r56; case_ c6-corpus-on-one-line-bpe 2 $E train ptb-gpt-tiny --out $W/r56 data.train_file=$W/one54.txt \
-  data.valid_file=$W/one54.txt data.tokenizer=bpe data.vocab_size=64 $T $TINY
+  data.valid_file=$W/one54.txt data.tokenizer=bpe data.vocab_size=64 ${T/ data.valid_tokens=2000/} $TINY
 out $W/r57; case_ c6-compile-trains 0 $E train ptb-gpt-tiny --out $W/r57 train.compile=true train.max_steps=3 \
   train.threads=1 data.train_tokens=20000 data.valid_tokens=500 $TINY
 case_ c8-variant-key-twice 2 $E compare ptb-gpt-tiny --strategies tied,x=untied:train.lr=1e-3:train.lr=2e-3 --out $W/r54

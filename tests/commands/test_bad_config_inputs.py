@@ -354,3 +354,21 @@ def test_subword_training_names_the_key_and_its_range(tmp_path):
     assert train_subwords(texts, need, cache_dir=tmp_path).is_file()
     with pytest.raises(DataError, match=rf"^data.vocab_size={need - 1} must be in \[{need}, 2147483647\]"):
         train_subwords(texts, need - 1, cache_dir=tmp_path)
+
+
+def test_a_training_line_sentencepiece_skips_is_noted_with_its_share(tmp_path, capfd):
+    """SentencePiece skips training lines over 4,192 bytes: some skipped is one note naming how many and their
+    share of the bytes (the subwords are learned from the rest); none skipped says nothing."""
+    from embtie.data.subwords import SPM_MAX_SENTENCE, long_lines, train_subwords
+
+    short = ["ein Hund läuft über die Wiese", "zwei Männer spielen Fußball", "a dog runs"] * 20
+    long = " ".join(["the cat sat on the mat"] * 400)
+    assert len(long.encode()) > SPM_MAX_SENTENCE
+    n, skipped, total = long_lines([*short, long])
+    assert (n, skipped) == (1, len(long.encode())) and total == skipped + sum(len(t.encode()) for t in short)
+    capfd.readouterr()
+    train_subwords([*short, long], 60, cache_dir=tmp_path)
+    err = capfd.readouterr().err
+    assert f"note: 1 line(s) of the training text ({skipped / total:.0%} of its bytes) are longer than 4,192" in err
+    train_subwords(short, 60, cache_dir=tmp_path)
+    assert "longer than" not in capfd.readouterr().err

@@ -143,14 +143,23 @@ def tables(task: str | None = None, model: str | None = None, strategy: str | No
 
 # ---------------------------------------------------------------------------- rendering
 
-INTRO = """\
+INTRO_TEMPLATE = """\
 Every key of a run config: its type, default, allowed values and meaning. Set them in a YAML file or
 preset (sections `task`, `seed`, `data`, `model`, `sharing`, `train`) or as `key=value` overrides
 (`embtie train ptb-gpt-tiny train.lr=3e-4 sharing.options.z_loss=1e-4`). Numbers are read alike
 everywhere: `1e-4`, `1E4`, `.5`, `inf`, `-3` and `1_000` are numbers (and must be finite where a number
 is expected; where a key states no upper bound, at most 2,147,483,647 in magnitude); `null` leaves an
 optional value unset. A value out of range is refused with one line that
-names the key, the value and what is allowed, before anything is written."""
+names the key, the value and what is allowed, before anything is written; so is a `train.*` key given
+for an optimizer that never reads it ({unused})."""
+
+INTRO = INTRO_TEMPLATE.format(
+    unused="; ".join(
+        f"`train.{key}` under {' or '.join(f'`{o}`' for o in optimizers)}"
+        for key, optimizers in TrainConfig.UNUSED_BY.items()
+    )
+)
+"""the reference's opening, with the optimizer keys each optimizer never reads (``TrainConfig.UNUSED_BY``)."""
 
 
 def text(ts: list[Table]) -> str:

@@ -118,6 +118,7 @@ def train_subwords(
     if model.is_file() and _loads(model):
         return _noted_if_smaller(model, vocab_size)
     shutil.rmtree(final, ignore_errors=True)  # a damaged entry (a short write of older code) is made again
+    _note_long_lines(texts)
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".spm-", dir=root))
     try:
@@ -174,6 +175,27 @@ def _loads(model: Path) -> bool:
     except (OSError, RuntimeError):
         return False
     return True
+
+
+def long_lines(texts: list[str]) -> tuple[int, int, int]:
+    """(lines longer than ``SPM_MAX_SENTENCE`` bytes, their bytes, all bytes) of the training ``texts``."""
+    sizes = [len(t.encode("utf-8")) for t in texts]
+    skipped = [n for n in sizes if n > SPM_MAX_SENTENCE]
+    return len(skipped), sum(skipped), sum(sizes)
+
+
+def _note_long_lines(texts: list[str]) -> None:
+    """A one-line note on stderr when SentencePiece will skip some training lines for their length (all of them
+    is the trainer's refusal, turned into a DataError by ``train_subwords``)."""
+    n, skipped, total = long_lines(texts)
+    if n and n < len(texts):
+        print(
+            f"embtie: note: {n:,} line(s) of the training text ({skipped / max(total, 1):.0%} of its bytes) are "
+            f"longer than {SPM_MAX_SENTENCE:,} bytes, and SentencePiece skips them when it learns the subwords "
+            "(the model still encodes them); break the text into lines (a sentence or a paragraph a line) to learn "
+            "from them",
+            file=sys.stderr,
+        )
 
 
 def _noted_if_smaller(model: Path, vocab_size: int) -> Path:
