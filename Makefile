@@ -11,7 +11,7 @@ ifneq ($(wildcard $(CURDIR)/../shared/data),)
 export EMBTIE_DATA ?= $(abspath $(CURDIR)/../shared/data)
 endif
 
-.PHONY: run test test-slow test-docs test-cluster lint typecheck bench venv clean gpu gpu-wheels gpu-data
+.PHONY: run test test-slow test-docs test-cluster test-packaging lint typecheck bench venv clean gpu gpu-wheels gpu-data
 
 # pyproject.toml states ranges; constraints/cpu.txt pins the exact builds this project tests (torch 2.13.0,
 # whose CPU build lies on this machine's disk: nothing multi-GB is downloaded)
@@ -60,10 +60,18 @@ test-journey: venv
 	$(BIN)/python -m pytest -m journey -s
 
 # `embtie compare --launcher slurm` on a real single-node Slurm the tests start (Debian's slurm-wlm and
-# munge, installed by the fixture when missing and run as root), multi-node torchrun on this machine, and
-# the GPU campaign's full dry run on the CPU (`make gpu DRY=1` through its tests): CI runs it after make test
+# munge, installed by the fixture when missing and run as root), multi-node torchrun on this machine, the
+# multi-process tests (DDP, FSDP, ZeRO and the torchrun launcher, marked distributed: about 110 s of one core,
+# out of make test's 10 minutes since 2026-12-03), and the GPU campaign's full dry run on the CPU (`make gpu
+# DRY=1` through its tests): CI runs it after make test
 test-cluster: venv
-	$(BIN)/python -m pytest -m "slurm or multinode or campaign"
+	$(BIN)/python -m pytest -m "slurm or multinode or distributed or campaign"
+
+# the wheel against the package registry (tests/test_packaging.py, marked registry): pip's dry runs with the
+# oldest and the pinned torch and transformers (25-65 s) and the fresh-venv install run outside the checkout
+# (110-315 s): CI runs it after make test
+test-packaging: venv
+	$(BIN)/python -m pytest -m registry
 
 bench: venv
 	$(BIN)/python -m bench

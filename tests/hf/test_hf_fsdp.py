@@ -17,6 +17,8 @@ from embtie.hf.tiny import tiny_model
 from hf_fsdp_worker import NO_DROPOUT, V
 from torchrun_launch import torchrun
 
+pytestmark = [pytest.mark.slow, pytest.mark.distributed]
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):

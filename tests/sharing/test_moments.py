@@ -143,6 +143,8 @@ def _two_ranks(rank: int, port: int, out: dict) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
+@pytest.mark.distributed
 def test_zero_over_two_ranks_sends_e_s_moments_to_o_s_owner():
     """ZeRO puts the two equal-sized tables on different ranks; the untie at step 5 broadcasts E's moments
     from its owner, and O's owner holds exactly them."""

@@ -22,6 +22,8 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.distributed
 def test_a_hung_launch_is_aborted_with_stacks_and_retried(tmp_path):
     worker = tmp_path / "hangs_once.py"
     worker.write_text(WORKER)

@@ -39,6 +39,8 @@ OVERRIDES = [
 ]
 
 
+@pytest.mark.slow
+@pytest.mark.distributed
 @pytest.mark.parametrize(("accumulate", "optimizer"), [(1, "adamw"), (2, "adamw"), (1, "muon")])
 def test_two_processes_match_one_process(tmp_path, accumulate, optimizer):
     # accumulate 2: DDP all-reduces on the last micro-batch; muon: Newton-Schulz orthogonalises the

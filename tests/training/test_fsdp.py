@@ -21,6 +21,8 @@ from embtie.training.objective import Objective, split
 from fsdp_worker import config
 from torchrun_launch import torchrun
 
+pytestmark = [pytest.mark.slow, pytest.mark.distributed]
+
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 DATA = os.environ.get("EMBTIE_DATA", str(Path(__file__).resolve().parents[3] / "shared/data"))
 STRATEGIES = ["tied", "l2norm", "fixed", "untied"]
